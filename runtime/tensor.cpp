@@ -1,0 +1,103 @@
+// Host tensor storage.
+#include "runtime/tensor.h"
+
+#include <fmt/format.h>
+
+#include <cassert>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+namespace dnnc::runtime {
+
+void Tensor::Free::operator()(void* p) const noexcept { std::free(p); }
+
+Tensor::Tensor(ir::DType dtype, std::vector<int64_t> shape) : dtype_(dtype), shape_(std::move(shape)) {
+  numel_ = 1;
+  for (int64_t d : shape_) {
+    assert(d >= 0 && "tensor dims must be concrete and non-negative");
+    numel_ *= d;
+  }
+  size_t bytes = (nbytes() + 63) / 64 * 64;
+  if (bytes == 0) bytes = 64;
+  void* p = std::aligned_alloc(64, bytes);
+  if (!p) throw std::bad_alloc();
+  std::memset(p, 0, bytes);
+  data_.reset(static_cast<std::byte*>(p));
+}
+
+Tensor::Tensor(const Tensor& o) : Tensor() { *this = o; }
+
+Tensor& Tensor::operator=(const Tensor& o) {
+  if (this == &o) return *this;
+  if (o.empty()) {
+    *this = Tensor();
+    return *this;
+  }
+  Tensor t(o.dtype_, o.shape_);
+  std::memcpy(t.data(), o.data(), o.nbytes());
+  *this = std::move(t);
+  return *this;
+}
+
+Tensor Tensor::from_f32(std::vector<int64_t> shape, const std::vector<float>& data) {
+  Tensor t(ir::DType::f32, std::move(shape));
+  assert(static_cast<int64_t>(data.size()) == t.numel());
+  std::memcpy(t.data(), data.data(), t.nbytes());
+  return t;
+}
+
+Tensor Tensor::from_i64(std::vector<int64_t> shape, const std::vector<int64_t>& data) {
+  Tensor t(ir::DType::i64, std::move(shape));
+  assert(static_cast<int64_t>(data.size()) == t.numel());
+  std::memcpy(t.data(), data.data(), t.nbytes());
+  return t;
+}
+
+Tensor Tensor::scalar(float v) { return from_f32({}, {v}); }
+
+float* Tensor::f32() {
+  assert(dtype_ == ir::DType::f32);
+  return reinterpret_cast<float*>(data_.get());
+}
+const float* Tensor::f32() const {
+  assert(dtype_ == ir::DType::f32);
+  return reinterpret_cast<const float*>(data_.get());
+}
+int64_t* Tensor::i64() {
+  assert(dtype_ == ir::DType::i64);
+  return reinterpret_cast<int64_t*>(data_.get());
+}
+const int64_t* Tensor::i64() const {
+  assert(dtype_ == ir::DType::i64);
+  return reinterpret_cast<const int64_t*>(data_.get());
+}
+
+Tensor Tensor::reshaped(std::vector<int64_t> shape) const {
+  Tensor t(dtype_, std::move(shape));
+  assert(t.numel() == numel_ && "reshape must keep the element count");
+  std::memcpy(t.data(), data(), nbytes());
+  return t;
+}
+
+std::string describe(const Tensor& t) {
+  std::string s = ir::dtype_name(t.dtype());
+  s += "[";
+  for (size_t i = 0; i < t.rank(); ++i) s += (i ? "," : "") + std::to_string(t.dim(i));
+  return s + "]";
+}
+
+double rel_error(const Tensor& a, const Tensor& b) {
+  assert(a.numel() == b.numel());
+  double num = 0, den = 0;
+  const float* x = a.f32();
+  const float* y = b.f32();
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    double d = static_cast<double>(x[i]) - y[i];
+    num += d * d;
+    den += static_cast<double>(y[i]) * y[i];
+  }
+  return den == 0 ? std::sqrt(num) : std::sqrt(num / den);
+}
+
+}  // namespace dnnc::runtime
