@@ -1,0 +1,114 @@
+// `dnnc check` and `dnnc dump-ir`: parse, verify, run passes and print the IR.
+#include <fmt/format.h>
+
+#include <iostream>
+#include <memory>
+
+#include "cli/commands.h"
+#include "ir/dot.h"
+#include "ir/printer.h"
+#include "ir/verifier.h"
+#include "passes/pass_manager.h"
+
+namespace dnnc::cli {
+namespace {
+
+std::vector<std::string> split_csv(const std::vector<std::string>& items) {
+  std::vector<std::string> out;
+  for (const auto& item : items) {
+    size_t start = 0;
+    while (start <= item.size()) {
+      size_t end = item.find(',', start);
+      if (end == std::string::npos) end = item.size();
+      if (end > start) out.push_back(item.substr(start, end - start));
+      start = end + 1;
+    }
+  }
+  return out;
+}
+
+struct DumpOptions {
+  std::string file;
+  std::string after;
+  std::vector<std::string> passes, disabled;
+  std::string format = "text";
+  std::string graph;
+  bool verify_each = false;
+};
+
+std::string render(const ir::Module& m, const DumpOptions& o) {
+  if (o.format == "text") {
+    if (o.graph.empty()) return ir::print(m);
+    const ir::Graph* g = m.graph(o.graph);
+    if (!g) throw std::invalid_argument(fmt::format("no graph named '{}' at this point", o.graph));
+    return ir::print(*g, m);
+  }
+  std::string out;
+  for (const auto& g : m.graphs)
+    if (o.graph.empty() || g.name == o.graph) out += ir::to_dot(g, m);
+  if (out.empty()) throw std::invalid_argument(fmt::format("no graph named '{}' at this point", o.graph));
+  return out;
+}
+
+int run_dump(const DumpOptions& o) {
+  ir::Module m = load_module(o.file);
+  ir::verify(m);
+  passes::PassRegistry registry;
+  passes::register_all_passes(registry);
+  passes::PipelineOptions p;
+  p.passes = split_csv(o.passes);
+  auto disabled = split_csv(o.disabled);
+  p.disabled = {disabled.begin(), disabled.end()};
+  p.verify_each = o.verify_each;
+  if (o.after.empty()) {  // the module exactly as the frontend produced it
+    std::cout << render(m, o);
+    return 0;
+  }
+  if (o.after == "all") {
+    std::cout << "// ----- IR after frontend -----\n" << render(m, o);
+    p.after_pass = [&](const std::string& pass, const ir::Module& mod, bool changed) {
+      std::cout << fmt::format("// ----- IR after {}{} -----\n", pass, changed ? "" : " (unchanged)") << render(mod, o);
+    };
+    passes::run_pipeline(m, registry, p);
+    return 0;
+  }
+  p.stop_after = o.after;
+  passes::run_pipeline(m, registry, p);
+  std::cout << render(m, o);
+  return 0;
+}
+
+}  // namespace
+
+void add_check_command(CLI::App& app, Runner& run) {
+  auto file = std::make_shared<std::string>();
+  CLI::App* cmd = app.add_subcommand("check", "Parse and verify a model; exit 0 if it is valid, 1 if not");
+  cmd->add_option("file", *file, "model file (.dnn, or .ir text)")->required();
+  cmd->callback([&run, file] {
+    run = [file] {
+      return guarded([&] {
+        ir::Module m = load_module(*file);
+        ir::verify(m);
+        std::cout << fmt::format("{}: ok: model {}, {} params\n", *file, m.name, m.params.size());
+        return 0;
+      });
+    };
+  });
+}
+
+void add_dump_ir_command(CLI::App& app, Runner& run) {
+  auto o = std::make_shared<DumpOptions>();
+  CLI::App* cmd = app.add_subcommand("dump-ir", "Print the IR of a model, after the frontend or after a pass");
+  cmd->add_option("file", o->file, "model file (.dnn, or .ir text)")->required();
+  cmd->add_option("--after", o->after, "print after this pass ('all': after every pass); default: frontend output");
+  cmd->add_option("--passes", o->passes, "comma-separated pipeline to run instead of the default");
+  cmd->add_option("--disable-pass", o->disabled, "skip these passes (comma-separated, repeatable)");
+  cmd->add_option("--format", o->format, "text or dot")->check(CLI::IsMember({"text", "dot"}));
+  cmd->add_option("--graph", o->graph, "print only this graph (forward, train_step, infer)");
+  cmd->add_flag("--verify-each", o->verify_each, "run the verifier after every pass");
+  cmd->callback([&run, o] {
+    run = [o] { return guarded([&] { return run_dump(*o); }); };
+  });
+}
+
+}  // namespace dnnc::cli

@@ -1,0 +1,50 @@
+// Shared CLI plumbing: loading models and turning exceptions into diagnostics and exit codes.
+#include <fmt/format.h>
+
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "cli/commands.h"
+#include "frontend/frontend.h"
+#include "ir/parser.h"
+#include "ir/verifier.h"
+
+namespace dnnc::cli {
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return {};
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+ir::Module load_module(const std::string& path) {
+  if (path.size() > 3 && path.ends_with(".ir")) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw ir::CompileError(path, {}, "cannot open file");
+    return ir::parse_module(read_text(path), path);
+  }
+  return frontend::compile_file(path);
+}
+
+int guarded(const std::function<int()>& body) {
+  try {
+    return body();
+  } catch (const ir::CompileError& e) {
+    std::cerr << ir::format_diagnostic(e, read_text(e.file()));
+    return 1;
+  } catch (const ir::VerifyError& e) {
+    std::cerr << "dnnc: internal error: IR verification failed: " << e.what() << "\n";
+    return 3;
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "dnnc: error: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "dnnc: error: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+}  // namespace dnnc::cli
