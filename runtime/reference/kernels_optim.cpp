@@ -1,0 +1,131 @@
+// Reference kernels for sgd_update and adam_update, and their table entries.
+#include "runtime/reference/kernels_optim.h"
+
+#include <cmath>
+
+#include "runtime/reference/kernel_table.h"
+
+namespace dnnc::runtime::reference {
+
+namespace {
+
+void expect_like(const char* op, const char* what, const Shape& got, const Shape& param) {
+  if (got != param) kernel_error(op, std::string(what) + " is " + shape_str(got) + " but param is " + shape_str(param));
+}
+
+// torch.lerp on CPU: the two-sided form that is exact at both ends.
+template <class T>
+T lerp(T self, T end, T weight) {
+  return weight < T(0.5) ? self + weight * (end - self) : end - (end - self) * (T(1) - weight);
+}
+
+}  // namespace
+
+template <class T>
+SgdOut<T> sgd_update(const Buf<T>& param, const Buf<T>& grad, const Buf<T>* momentum_buf, double step,
+                     const SgdOptions& o) {
+  expect_like("sgd_update", "grad", grad.shape, param.shape);
+  Buf<T> d_p = grad;
+  if (o.weight_decay != 0) {
+    T wd = static_cast<T>(o.weight_decay);
+    for (int64_t i = 0; i < d_p.numel(); ++i) d_p[i] = d_p[i] + wd * param[i];
+  }
+  SgdOut<T> out;
+  if (o.momentum != 0) {
+    if (!momentum_buf) kernel_error("sgd_update", "momentum != 0 needs a momentum buffer operand");
+    expect_like("sgd_update", "momentum_buf", momentum_buf->shape, param.shape);
+    if (!(step >= 1)) kernel_error("sgd_update", "step must be >= 1, found " + std::to_string(step));
+    Buf<T> buf = step == 1 ? d_p : *momentum_buf;
+    if (step != 1) {
+      T m = static_cast<T>(o.momentum), keep = static_cast<T>(1.0 - o.dampening);
+      for (int64_t i = 0; i < buf.numel(); ++i) buf[i] = buf[i] * m + keep * d_p[i];
+    }
+    if (o.nesterov) {
+      T m = static_cast<T>(o.momentum);
+      for (int64_t i = 0; i < d_p.numel(); ++i) d_p[i] = d_p[i] + m * buf[i];
+    } else {
+      d_p = buf;
+    }
+    out.momentum_buf = std::move(buf);
+  }
+  out.param = param;
+  T neg_lr = static_cast<T>(-o.lr);
+  for (int64_t i = 0; i < param.numel(); ++i) out.param[i] = param[i] + neg_lr * d_p[i];
+  return out;
+}
+
+template <class T>
+AdamOut<T> adam_update(const Buf<T>& param, const Buf<T>& grad, const Buf<T>& exp_avg, const Buf<T>& exp_avg_sq,
+                       double step, const AdamOptions& o) {
+  expect_like("adam_update", "grad", grad.shape, param.shape);
+  expect_like("adam_update", "exp_avg", exp_avg.shape, param.shape);
+  expect_like("adam_update", "exp_avg_sq", exp_avg_sq.shape, param.shape);
+  if (!(step >= 1)) kernel_error("adam_update", "step must be >= 1, found " + std::to_string(step));
+  AdamOut<T> out{param, exp_avg, exp_avg_sq};
+  Buf<T> g = grad;
+  if (o.decoupled) {
+    T decay = static_cast<T>(1.0 - o.lr * o.weight_decay);
+    for (int64_t i = 0; i < param.numel(); ++i) out.param[i] = out.param[i] * decay;
+  } else if (o.weight_decay != 0) {
+    T wd = static_cast<T>(o.weight_decay);
+    for (int64_t i = 0; i < g.numel(); ++i) g[i] = g[i] + wd * param[i];
+  }
+  T w1 = static_cast<T>(1.0 - o.beta1), b2 = static_cast<T>(o.beta2), w2 = static_cast<T>(1.0 - o.beta2);
+  for (int64_t i = 0; i < g.numel(); ++i) {
+    out.exp_avg[i] = lerp(out.exp_avg[i], g[i], w1);
+    out.exp_avg_sq[i] = out.exp_avg_sq[i] * b2 + w2 * g[i] * g[i];
+  }
+  double bias_correction1 = 1.0 - std::pow(o.beta1, step);
+  double bias_correction2 = 1.0 - std::pow(o.beta2, step);
+  T neg_step_size = static_cast<T>(-(o.lr / bias_correction1));
+  T bc2_sqrt = static_cast<T>(std::sqrt(bias_correction2));
+  T eps = static_cast<T>(o.eps);
+  for (int64_t i = 0; i < g.numel(); ++i) {
+    T denom = std::sqrt(out.exp_avg_sq[i]) / bc2_sqrt + eps;
+    out.param[i] = out.param[i] + neg_step_size * out.exp_avg[i] / denom;
+  }
+  return out;
+}
+
+template SgdOut<float> sgd_update(const Buf<float>&, const Buf<float>&, const Buf<float>*, double, const SgdOptions&);
+template SgdOut<double> sgd_update(const Buf<double>&, const Buf<double>&, const Buf<double>*, double,
+                                   const SgdOptions&);
+template AdamOut<float> adam_update(const Buf<float>&, const Buf<float>&, const Buf<float>&, const Buf<float>&,
+                                    double, const AdamOptions&);
+template AdamOut<double> adam_update(const Buf<double>&, const Buf<double>&, const Buf<double>&,
+                                     const Buf<double>&, double, const AdamOptions&);
+
+void register_optim_kernels(KernelTable& t) {
+  t["sgd_update"] = [](const KernelCall& c) {
+    SgdOptions o;
+    o.lr = ir::attr_float(c.at(), "lr");
+    o.momentum = ir::attr_float(c.at(), "momentum");
+    o.dampening = ir::attr_float(c.at(), "dampening");
+    o.weight_decay = ir::attr_float(c.at(), "weight_decay");
+    o.nesterov = ir::attr_bool(c.at(), "nesterov");
+    Buf<float> buf;
+    double step = 0;
+    if (o.momentum != 0) {
+      if (c.num_inputs() < 4) kernel_error("sgd_update", "momentum != 0 needs operands momentum_buf and step");
+      buf = f32_operand(c, 2);
+      step = scalar_operand(c, 3);
+    }
+    SgdOut<float> r = sgd_update(f32_operand(c, 0), f32_operand(c, 1), o.momentum != 0 ? &buf : nullptr, step, o);
+    if (o.momentum == 0) return one_output(r.param);
+    return std::vector<Tensor>{to_tensor(r.param), to_tensor(r.momentum_buf)};
+  };
+  t["adam_update"] = [](const KernelCall& c) {
+    AdamOptions o;
+    o.lr = ir::attr_float(c.at(), "lr");
+    o.beta1 = ir::attr_float(c.at(), "beta1");
+    o.beta2 = ir::attr_float(c.at(), "beta2");
+    o.eps = ir::attr_float(c.at(), "eps");
+    o.weight_decay = ir::attr_float(c.at(), "weight_decay");
+    o.decoupled = ir::attr_bool(c.at(), "decoupled");
+    AdamOut<float> r = adam_update(f32_operand(c, 0), f32_operand(c, 1), f32_operand(c, 2), f32_operand(c, 3),
+                                   scalar_operand(c, 4), o);
+    return std::vector<Tensor>{to_tensor(r.param), to_tensor(r.exp_avg), to_tensor(r.exp_avg_sq)};
+  };
+}
+
+}  // namespace dnnc::runtime::reference
