@@ -1,0 +1,155 @@
+// Op definitions: injective shape ops (flatten, reshape, transpose) and fill.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "ir/op_defs.h"
+#include "ir/shape_check.h"
+
+namespace dnnc::ir::detail {
+namespace {
+
+using Types = std::vector<TensorType>;
+
+Types flatten_rule(const Types& in, const Attrs& attrs) {
+  const TensorType& x = in[0];
+  expect_row_major("flatten", "input", x, 0);
+  int64_t rank = x.rank();
+  int64_t start = normalize_axis("flatten", "start_dim", attr_int(attrs, "start_dim"), rank);
+  int64_t end = normalize_axis("flatten", "end_dim", attr_int(attrs, "end_dim"), rank);
+  if (rank == 0) return {TensorType{x.dtype, {1}, Layout::row_major}};
+  if (start > end)
+    throw ShapeError(fmt::format("flatten: start_dim cannot come after end_dim; expected start_dim <= {}, found {}",
+                                 end, start));
+  if (start == end) return {TensorType{x.dtype, x.shape, Layout::row_major}};
+  for (int64_t i = start; i <= end; ++i)
+      if (x.shape[static_cast<size_t>(i)] == kBatch)
+        throw ShapeError(fmt::format("flatten: dims {}..{} of {} include the batch dim (index {}), which cannot be "
+                                     "flattened into another dim; expected start_dim > {}, found {}",
+                                     start, end, shape_to_string(x.shape), i, i, start),
+                         0);
+  Shape out(x.shape.begin(), x.shape.begin() + start);
+  out.push_back(concrete_numel(x.shape, static_cast<size_t>(start), static_cast<size_t>(end + 1)));
+  out.insert(out.end(), x.shape.begin() + end + 1, x.shape.end());
+  return {TensorType{x.dtype, out, Layout::row_major}};
+}
+
+// Index of the batch dim, or -1; throws if there is more than one.
+int64_t batch_index(const std::string& op, const std::string& what, const Shape& s, int operand) {
+  int64_t at = -1;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] != kBatch) continue;
+    if (at >= 0)
+      throw ShapeError(fmt::format("{}: {} has the batch dim twice; expected at most one, found {}", op, what,
+                                   shape_to_string(s)),
+                       operand);
+    at = static_cast<int64_t>(i);
+  }
+  return at;
+}
+
+Types reshape_rule(const Types& in, const Attrs& attrs) {
+  const TensorType& x = in[0];
+  expect_row_major("reshape", "input", x, 0);
+  const auto& target_attr = attr_ints(attrs, "shape");
+  Shape target(target_attr.begin(), target_attr.end());
+  for (Dim d : target)
+    if (d < kBatch)
+      throw ShapeError(fmt::format("reshape: shape entries must be sizes >= 0 or -1 (the batch dim); expected >= -1, "
+                                   "found {}",
+                                   d));
+  int64_t bi = batch_index("reshape", "input", x.shape, 0);
+  int64_t bt = batch_index("reshape", "attribute 'shape'", target, -1);
+  auto count = [](const Shape& s) { return concrete_numel(s, 0, s.size()); };
+  if (bi < 0 && bt >= 0)
+    throw ShapeError(fmt::format("reshape: -1 in 'shape' stands for the batch dim but the input {} has none; "
+                                 "expected no -1, found {}",
+                                 shape_to_string(x.shape), attr_to_string(target_attr)));
+  if (bi >= 0 && bt < 0)
+    throw ShapeError(fmt::format("reshape: the input {} has the batch dim, which cannot be reshaped into another "
+                                 "dim; expected one -1 in 'shape', found {}",
+                                 shape_to_string(x.shape), attr_to_string(target_attr)));
+  if (count(x.shape) != count(target))
+    throw ShapeError(fmt::format("reshape: cannot reshape {} into {}; expected {} elements{}, found {}",
+                                 shape_to_string(x.shape), shape_to_string(target), count(x.shape),
+                                 bi >= 0 ? " per batch item" : "", count(target)),
+                     0);
+  if (bi >= 0) {
+    // The batch dim must stay an axis of its own: equal element counts on each side of it.
+    int64_t before_in = concrete_numel(x.shape, 0, static_cast<size_t>(bi));
+    int64_t before_t = concrete_numel(target, 0, static_cast<size_t>(bt));
+    if (before_in != before_t)
+      throw ShapeError(fmt::format("reshape: cannot reshape {} into {}: the batch dim would be mixed with other "
+                                   "dims; expected {} elements before it, found {}",
+                                   shape_to_string(x.shape), shape_to_string(target), before_in, before_t),
+                       0);
+  }
+  return {TensorType{x.dtype, target, Layout::row_major}};
+}
+
+Types transpose_rule(const Types& in, const Attrs& attrs) {
+  const TensorType& x = in[0];
+  expect_row_major("transpose", "input", x, 0);
+  const auto& perm = attr_ints(attrs, "perm");
+  if (static_cast<int64_t>(perm.size()) != x.rank())
+    throw ShapeError(fmt::format("transpose: 'perm' must list every dim of {}; expected {} entries, found {}",
+                                 shape_to_string(x.shape), x.rank(), perm.size()),
+                     0);
+  std::vector<bool> seen(perm.size(), false);
+  Shape out;
+  for (int64_t p : perm) {
+    if (p < 0 || p >= x.rank() || seen[static_cast<size_t>(p)])
+      throw ShapeError(fmt::format("transpose: 'perm' must be a permutation of 0..{}; expected each once, found {}",
+                                   x.rank() - 1, attr_to_string(perm)));
+    seen[static_cast<size_t>(p)] = true;
+    out.push_back(x.shape[static_cast<size_t>(p)]);
+  }
+  return {TensorType{x.dtype, out, Layout::row_major}};
+}
+
+Types fill_rule(const Types&, const Attrs& attrs) {
+  const auto& s = attr_ints(attrs, "shape");
+  Shape shape(s.begin(), s.end());
+  for (Dim d : shape)
+    if (d < kBatch)
+      throw ShapeError(
+          fmt::format("fill: shape entries must be sizes >= 0 or -1 (the batch dim); expected >= -1, found {}", d));
+  batch_index("fill", "attribute 'shape'", shape, -1);
+  return {TensorType{DType::f32, shape, Layout::row_major}};
+}
+
+}  // namespace
+
+void register_shape_ops(OpTable& t) {
+  t.add({.name = "flatten",
+         .operands = {operand("x")},
+         .attrs = {opt_int("start_dim", 1), opt_int("end_dim", -1)},
+         .num_outputs = 1,
+         .fusion = FusionClass::injective,
+         .infer = flatten_rule,
+         .summary = "merges dims start_dim..end_dim into one (never the batch dim)"});
+  t.add({.name = "reshape",
+         .operands = {operand("x")},
+         .attrs = {required("shape", AttrKind::ints)},
+         .num_outputs = 1,
+         .fusion = FusionClass::injective,
+         .infer = reshape_rule,
+         .summary = "same elements in a new shape; -1 in shape is the batch dim"});
+  t.add({.name = "transpose",
+         .operands = {operand("x")},
+         .attrs = {required("perm", AttrKind::ints)},
+         .num_outputs = 1,
+         .fusion = FusionClass::injective,
+         .infer = transpose_rule,
+         .summary = "permutes dims: out.shape[i] = x.shape[perm[i]]"});
+  t.add({.name = "fill",
+         .operands = {},
+         .attrs = {required("value", AttrKind::float_), required("shape", AttrKind::ints)},
+         .num_outputs = 1,
+         .fusion = FusionClass::elementwise,
+         .infer = fill_rule,
+         .internal = true,
+         .summary = "f32 tensor of the given shape (-1 = batch dim) filled with value"});
+}
+
+}  // namespace dnnc::ir::detail
