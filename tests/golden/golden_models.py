@@ -122,8 +122,10 @@ def _make_optimizer(kind, params):
                weight_decay=h["weight_decay"], foreach=False)
 
 
-def _trajectory(model, kind, batches):
-    """Trains a copy of `model` over `batches`; returns (losses f32[steps], final state_dict)."""
+def trajectory(model, kind, batches):
+    """Cross-entropy training of a copy of `model` with optimizer `kind` (a key of OPTIMIZERS),
+    one step per batch; a step's loss is its forward value, before the update.
+    Returns (losses f32[steps], final state_dict); `model` itself is left untouched."""
     model = copy.deepcopy(model)
     opt = _make_optimizer(kind, model.parameters())
     losses = []
@@ -136,16 +138,22 @@ def _trajectory(model, kind, batches):
     return torch.stack(losses), {k: v.detach().clone() for k, v in model.state_dict().items()}
 
 
-def evaluate(spec, repo_root):
-    """Runs a model spec in PyTorch. Returns (tensors, metadata) for its golden file.
-    Raises golden_dnn.MirrorError when the .dnn file is missing or the PyTorch mirror no
-    longer matches it."""
+def read_recipe(spec, repo_root):
+    """Reads the spec's .dnn file and checks the mirror against it. Returns (source bytes,
+    recipe {"seed", "mean", "std"}). Raises golden_dnn.MirrorError when the file is missing
+    or the PyTorch mirror no longer matches it."""
     try:
         with open(f"{repo_root}/{spec.path}", "rb") as f:
             source = f.read()
     except OSError as e:
         raise golden_dnn.MirrorError(f"{spec.path}: cannot read the model: {e.strerror}") from e
-    recipe = golden_dnn.check_mirror(spec.path, source.decode("utf-8"), spec.module)
+    return source, golden_dnn.check_mirror(spec.path, source.decode("utf-8"), spec.module)
+
+
+def evaluate(spec, repo_root):
+    """Runs a model spec in PyTorch. Returns (tensors, metadata) for its golden file.
+    Raises golden_dnn.MirrorError as read_recipe does."""
+    source, recipe = read_recipe(spec, repo_root)
     torch.manual_seed(recipe["seed"])
     model = spec.module()
     keys = list(model.state_dict())
@@ -165,7 +173,7 @@ def evaluate(spec, repo_root):
 
     kinds = ["sgd", "adam"] + (["sgd_nesterov", "adamw"] if spec.extra_optimizers else [])
     for kind in kinds:
-        losses, final = _trajectory(model, kind, batches)
+        losses, final = trajectory(model, kind, batches)
         tensors[f"{kind}.loss"] = losses
         if kind in ("sgd", "adam"):  # final params of the extra trajectories would double the file
             tensors.update({f"{kind}.final.{k}": v for k, v in final.items()})

@@ -5,6 +5,7 @@
 # Usage (Debian's python3 with python3-torch, from any directory):
 #   /usr/bin/python3 tests/golden/make_golden.py            regenerate every file
 #   /usr/bin/python3 tests/golden/make_golden.py --check    verify, write nothing (exit 1 on a difference)
+#   /usr/bin/python3 tests/golden/make_golden.py --precision  fp32 goldens vs float64 (prints, writes nothing)
 #   ... [--only NAME ...]                                    restrict to some op cases / models
 import argparse
 import os
@@ -20,6 +21,7 @@ import golden_dnn  # noqa: E402
 import golden_io  # noqa: E402
 import golden_models  # noqa: E402
 import golden_ops  # noqa: E402
+import golden_precision  # noqa: E402
 
 
 def _setup_torch():
@@ -51,16 +53,42 @@ def _check_adam_twin():
             "(a ModelSpec in golden_models.py)"]
 
 
+def _precision(only):
+    """Prints the worst fp32-vs-float64 relative error of every golden file (op files: from their
+    stored inputs; models: trajectories rerun in both precisions). Returns the exit status."""
+    worst = []
+    for case in golden_ops.all_cases():
+        if not only or case.name in only:
+            errs = golden_precision.op_errors(case, os.path.join(HERE, "ops", f"{case.name}.safetensors"))
+            worst.append((max(errs), f"ops/{case.name}"))
+    for spec in golden_models.SPECS:
+        if not only or spec.name in only:
+            try:
+                _, recipe = golden_models.read_recipe(spec, REPO)
+            except golden_dnn.MirrorError as e:
+                print(f"error: {e}", file=sys.stderr)
+                return 1
+            for err, what in golden_precision.model_errors(spec, recipe):
+                print(f"models/{spec.name} {what}: {err:.2e}")
+    for (err, name), path in sorted(worst, reverse=True):
+        print(f"{path}: worst {name} {err:.2e}")
+    return 0
+
+
 def main():
     parser = argparse.ArgumentParser(description="Writes or checks dnnc's PyTorch golden files.")
     parser.add_argument("--check", action="store_true",
                         help="recompute every golden and compare with the files on disk; write nothing")
+    parser.add_argument("--precision", action="store_true",
+                        help="print how far each committed golden is from float64; write nothing")
     parser.add_argument("--only", nargs="+", default=[], help="op case or model names to restrict to")
     args = parser.parse_args()
     _setup_torch()
     os.makedirs(os.path.join(HERE, "ops"), exist_ok=True)
     os.makedirs(os.path.join(HERE, "models"), exist_ok=True)
 
+    if args.precision:
+        return _precision(set(args.only))
     problems = _check_adam_twin()
     count = 0
     for path, thunk in _jobs(set(args.only)):
