@@ -6,6 +6,7 @@
 #include <regex>
 #include <sstream>
 
+#include "ir/op_docs.h"
 #include "ir/op_registry.h"
 #include "registry_helpers.h"
 
@@ -126,4 +127,15 @@ TEST_CASE("infer_types checks the operand count, counting optional operands", "[
                       "linear: wrong number of operands; expected 2 to 3, found 1", -1);
   CHECK(infer_str("linear", {"f32[N,4]", "f32[3,4]"}) == std::vector<std::string>{"f32[N,3]"});
   CHECK(infer_str("linear", {"f32[N,4]", "f32[3,4]", "f32[3]"}) == std::vector<std::string>{"f32[N,3]"});
+}
+
+TEST_CASE("render_ops_markdown has one row per op with its defaults", "[ir][registry]") {
+  std::string md = render_ops_markdown();
+  size_t rows = 0;
+  for (size_t p = md.find("\n| `"); p != std::string::npos; p = md.find("\n| `", p + 1)) ++rows;
+  CHECK(rows == all_ops().size());
+  CHECK_THAT(md, Catch::Matchers::Contains(
+                     "| `conv2d` | x, weight, bias? | stride ints ([1,1]), padding ints ([0,0]), dilation ints ([1,1]), "
+                     "groups int (1) | 1 | opaque | no |"));
+  CHECK_THAT(md, Catch::Matchers::Contains("| `sgd_update` | param, grad, momentum_buf?, step? | lr float (required)"));
 }
