@@ -1,0 +1,226 @@
+// The train block: `data = mnist(normalize: mean (0.5), std (0.5))`, `batch = 128`,
+// `epochs = 5`, `seed = 1`, `optimizer = sgd(lr: 0.001, momentum: 0.9)`.
+#include "frontend/train_config.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+#include "frontend/call_args.h"
+#include "frontend/const_eval.h"
+#include "frontend/suggest.h"
+
+namespace dnnc::frontend {
+namespace {
+
+using ast::Expr;
+using ast::ExprKind;
+
+struct DataSet {
+  std::string name;
+  int64_t channels, height, width;
+};
+const std::vector<DataSet> kDataSets = {{"mnist", 1, 28, 28}, {"cifar10", 3, 32, 32}};
+
+const std::vector<std::string> kSettings = {"data", "batch", "epochs", "seed", "optimizer"};
+const std::vector<std::string> kOptimizers = {"sgd", "adam", "adamw"};
+
+class TrainLowering {
+ public:
+  TrainLowering(const ast::File& f, ir::Module& m, const std::string& file)
+      : f_(f), t_(*f.train), m_(m), file_(file), ev_(file, [this](const Expr& e) -> Resolved { unknown(e); }) {}
+
+  void run() {
+    if (t_.name != m_.name)
+      fail(t_.loc, fmt::format("train block names model '{}', but the model is '{}'", t_.name, m_.name));
+    std::map<std::string, const ast::Assign*> seen;
+    for (const ast::Assign& a : t_.entries) {
+      if (std::find(kSettings.begin(), kSettings.end(), a.name) == kSettings.end()) unknown_setting(a);
+      auto [it, fresh] = seen.emplace(a.name, &a);
+      if (!fresh)
+        fail(a.loc, fmt::format("train setting '{}' is set twice (first at {}:{})", a.name, it->second->loc.line,
+                                it->second->loc.col));
+    }
+    ir::TrainConfig& tc = m_.train;
+    tc.present = true;
+    tc.loc = t_.loc;
+    for (const char* required : {"batch", "epochs", "optimizer"})
+      if (!seen.count(required))
+        fail(t_.loc, fmt::format("train block is missing '{}'; it needs batch, epochs and optimizer", required));
+    tc.batch = int_at_least(*seen["batch"], 1);
+    tc.epochs = int_at_least(*seen["epochs"], 1);
+    tc.seed = seen.count("seed") ? int_at_least(*seen["seed"], 0) : 0;
+    if (seen.count("data")) data(*seen["data"]->value);
+    optimizer(*seen["optimizer"]->value);
+  }
+
+ private:
+  const ast::File& f_;
+  const ast::TrainBlock& t_;
+  ir::Module& m_;
+  const std::string& file_;
+  ConstEval ev_;
+
+  [[noreturn]] void fail(ir::SourceLoc at, const std::string& msg) const { throw ir::CompileError(file_, at, msg); }
+  [[noreturn]] void unknown(const Expr& e) const {
+    fail(e.loc, fmt::format("unknown identifier '{}'; train settings take constants", e.name));
+  }
+
+  [[noreturn]] void unknown_setting(const ast::Assign& a) const {
+    static const std::vector<std::string> opt_args = {"lr", "momentum", "dampening", "weight_decay",
+                                                      "nesterov", "betas", "eps"};
+    if (std::find(opt_args.begin(), opt_args.end(), a.name) != opt_args.end())
+      fail(a.loc, fmt::format("'{}' is an optimizer argument; write it inside the optimizer, e.g. optimizer = sgd({}: ...)",
+                              a.name, a.name));
+    std::string hint = did_you_mean(a.name, kSettings);
+    if (hint.empty()) hint = "; expected one of data, batch, epochs, seed, optimizer";
+    fail(a.loc, fmt::format("unknown train setting '{}'{}", a.name, hint));
+  }
+
+  int64_t int_at_least(const ast::Assign& a, int64_t min) const {
+    int64_t v = ev_.eval_int(*a.value, fmt::format("train setting '{}'", a.name));
+    if (v < min) fail(expr_start(*a.value), fmt::format("{} must be at least {}, found {}", a.name, min, v));
+    return v;
+  }
+
+  const Expr& expect_call(const Expr& e, const char* setting, const std::vector<std::string>& known,
+                          const char* kind) const {
+    if (e.kind != ExprKind::call) {
+      std::string list;
+      for (const auto& k : known) list += (list.empty() ? "" : ", ") + k + "(...)";
+      fail(expr_start(e), fmt::format("{} expects {} call, one of {}; found {}", setting, kind, list, describe_expr(e)));
+    }
+    if (std::find(known.begin(), known.end(), e.name) == known.end()) {
+      std::string hint = did_you_mean(e.name, known);
+      std::string list;
+      for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
+      fail(e.loc, fmt::format("unknown {} '{}'{}{}", kind, e.name, hint, hint.empty() ? "; known: " + list : ""));
+    }
+    return e;
+  }
+
+  // A value per channel: one value is used for every channel.
+  std::vector<double> per_channel(const Expr& e, const std::string& what, const DataSet& ds, bool positive) const {
+    std::vector<double> v = ev_.eval_floats(e, what);
+    if (v.size() != 1 && static_cast<int64_t>(v.size()) != ds.channels)
+      fail(expr_start(e), fmt::format("{} needs 1 or {} values ({} has {} channel{}), found {}", what, ds.channels,
+                                      ds.name, ds.channels, ds.channels == 1 ? "" : "s", v.size()));
+    if (v.size() == 1) v.assign(static_cast<size_t>(ds.channels), v[0]);
+    for (double x : v)
+      if (positive && !(x > 0)) fail(expr_start(e), fmt::format("{} values must be positive, found {}", what, x));
+    return v;
+  }
+
+  /// data = mnist(normalize: mean M, std S) | cifar10(...)
+  void data(const Expr& e) {
+    expect_call(e, "data", {"mnist", "cifar10"}, "data set");
+    const DataSet& ds = *std::find_if(kDataSets.begin(), kDataSets.end(), [&](const DataSet& d) { return d.name == e.name; });
+    Bound b = bind_args(e, Signature{e.name, {"normalize"}, 0, false}, file_);
+    ir::DataConfig& dc = m_.train.data;
+    dc.dataset = ds.name;
+    dc.mean.assign(static_cast<size_t>(ds.channels), 0.0);
+    dc.std.assign(static_cast<size_t>(ds.channels), 1.0);
+    if (const Expr* n = b.slots[0]) {
+      if (n->kind != ExprKind::call || n->name != "normalize")
+        fail(expr_start(*n), "normalize expects 'mean (...), std (...)'");
+      dc.mean = per_channel(*n->args[0].value, "normalize mean", ds, false);
+      dc.std = per_channel(*n->args[1].value, "normalize std", ds, true);
+    }
+    check_inputs(ds);
+  }
+
+  const ast::InputDecl* input_decl(const std::string& name) const {
+    for (const auto& s : f_.model.stmts)
+      if (s.input && s.input->name == name) return &*s.input;
+    return nullptr;
+  }
+
+  // The data set feeds the first input (images, any shape with C*H*W values per sample) and
+  // the second (labels, i64[N]); a model may leave the labels out (e.g. an autoencoder).
+  void check_inputs(const DataSet& ds) const {
+    const ir::Graph& g = *m_.graph("forward");
+    const std::string& bs = m_.batch_symbol;
+    int64_t per_sample = ds.channels * ds.height * ds.width;
+    std::string image_type = fmt::format("f32[{}, {}, {}, {}]", bs, ds.channels, ds.height, ds.width);
+    if (g.inputs.size() > 2) {
+      const ir::Value& v = g.value(g.inputs[2]);
+      fail(input_decl(v.name)->loc, fmt::format("data set {} provides 2 inputs (images {} and labels i64[{}]), but the "
+                                                "model declares {}",
+                                                ds.name, image_type, bs, g.inputs.size()));
+    }
+    if (!g.inputs.empty()) {
+      const ir::Value& v = g.value(g.inputs[0]);
+      std::optional<int64_t> n = v.type.numel(1);
+      if (v.type.dtype != ir::DType::f32 || n != per_sample)
+        fail(input_decl(v.name)->loc,
+             fmt::format("input '{}' is {}, but {} images are {}: expected f32 with {} values per sample, found {}",
+                         v.name, ir::to_string(v.type, bs), ds.name, image_type, per_sample,
+                         ir::to_string(v.type, bs)));
+    }
+    if (g.inputs.size() == 2) {
+      const ir::Value& v = g.value(g.inputs[1]);
+      if (v.type != ir::TensorType{ir::DType::i64, {ir::kBatch}})
+        fail(input_decl(v.name)->loc, fmt::format("input '{}' receives the {} labels: expected i64[{}], found {}", v.name,
+                                                  ds.name, bs, ir::to_string(v.type, bs)));
+    }
+  }
+
+  double number(const Expr* e, const std::string& opt, const char* arg, double def, double min) const {
+    if (!e) return def;
+    double v = ev_.eval_float(*e, fmt::format("argument '{}' of {}", arg, opt));
+    if (!(v >= min)) fail(expr_start(*e), fmt::format("{} of {} must be at least {}, found {}", arg, opt, min, v));
+    return v;
+  }
+
+  /// optimizer = sgd(lr, momentum, dampening, weight_decay, nesterov) | adam(lr, betas, eps, weight_decay) | adamw(...)
+  void optimizer(const Expr& e) {
+    expect_call(e, "optimizer", kOptimizers, "optimizer");
+    ir::OptimizerConfig& oc = m_.train.optimizer;
+    oc.kind = e.name;
+    oc.attrs.clear();
+    if (e.name == "sgd") {
+      Bound b = bind_args(e, Signature{"sgd", {"lr", "momentum", "dampening", "weight_decay", "nesterov"}, 0, false}, file_);
+      double momentum = number(b.slots[1], "sgd", "momentum", 0.0, 0.0);
+      double dampening = b.slots[2] ? ev_.eval_float(*b.slots[2], "argument 'dampening' of sgd") : 0.0;
+      bool nesterov = b.slots[4] ? ev_.eval_bool(*b.slots[4], "argument 'nesterov' of sgd") : false;
+      if (nesterov && (momentum <= 0 || dampening != 0))
+        fail(expr_start(*b.slots[4]), fmt::format("nesterov momentum needs momentum > 0 and dampening 0, found momentum {} "
+                                                  "and dampening {}",
+                                                  momentum, dampening));
+      oc.attrs = {{"lr", number(b.slots[0], "sgd", "lr", 1e-3, 0.0)},
+                  {"momentum", momentum},
+                  {"dampening", dampening},
+                  {"weight_decay", number(b.slots[3], "sgd", "weight_decay", 0.0, 0.0)},
+                  {"nesterov", nesterov}};
+      return;
+    }
+    const std::string& k = e.name;
+    Bound b = bind_args(e, Signature{k, {"lr", "betas", "eps", "weight_decay"}, 0, false}, file_);
+    double beta1 = 0.9, beta2 = 0.999;
+    if (const Expr* betas = b.slots[1]) {
+      std::vector<double> v = ev_.eval_floats(*betas, fmt::format("argument 'betas' of {}", k));
+      if (v.size() != 2)
+        fail(expr_start(*betas), fmt::format("betas of {} expects a pair (beta1, beta2), found {} value{}", k, v.size(),
+                                             v.size() == 1 ? "" : "s"));
+      for (double x : v)
+        if (!(x >= 0 && x < 1)) fail(expr_start(*betas), fmt::format("betas of {} must be in [0, 1), found {}", k, x));
+      beta1 = v[0];
+      beta2 = v[1];
+    }
+    oc.attrs = {{"lr", number(b.slots[0], k, "lr", 1e-3, 0.0)},
+                {"beta1", beta1},
+                {"beta2", beta2},
+                {"eps", number(b.slots[2], k, "eps", 1e-8, 0.0)},
+                {"weight_decay", number(b.slots[3], k, "weight_decay", k == "adamw" ? 1e-2 : 0.0, 0.0)}};
+  }
+};
+
+}  // namespace
+
+void lower_train(const ast::File& f, ir::Module& m, const std::string& file) {
+  if (!f.train) return;
+  TrainLowering(f, m, file).run();
+}
+
+}  // namespace dnnc::frontend

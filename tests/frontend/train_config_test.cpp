@@ -1,0 +1,73 @@
+// Train block lowering: defaults, per-channel normalisation, optimizer attributes.
+#include <catch2/catch.hpp>
+
+#include "test_util.h"
+
+using namespace dnnc;
+
+namespace {
+const char* kModel =
+    "model M {\n"
+    "  input image: f32[N, 3, 32, 32]\n"
+    "  input label: i64[N]\n"
+    "  fc = linear(3072, 10)\n"
+    "  loss = cross_entropy(fc(flatten(image)), label)\n"
+    "}\n";
+
+ir::TrainConfig train(const std::string& body) {
+  return frontend::compile_source(std::string(kModel) + "train M {\n" + body + "\n}\n", "t.dnn").train;
+}
+}  // namespace
+
+TEST_CASE("train: seed defaults to 0 and data is optional", "[frontend][train]") {
+  ir::TrainConfig t = train("  batch = 8\n  epochs = 1\n  optimizer = sgd(lr: 0.1)");
+  CHECK(t.present);
+  CHECK(t.seed == 0);
+  CHECK(t.data.dataset.empty());
+  CHECK(t.loc == ir::SourceLoc{7, 7});
+}
+
+TEST_CASE("train: sgd fills every PyTorch default", "[frontend][train]") {
+  ir::TrainConfig t = train("  batch = 8\n  epochs = 1\n  optimizer = sgd()");
+  CHECK(t.optimizer.attrs == ir::Attrs{{"lr", 0.001}, {"momentum", 0.0}, {"dampening", 0.0},
+                                       {"weight_decay", 0.0}, {"nesterov", false}});
+}
+
+TEST_CASE("train: sgd arguments may be positional in PyTorch's order", "[frontend][train]") {
+  ir::TrainConfig t = train("  batch = 8\n  epochs = 1\n  optimizer = sgd(0.05, 0.9, 0, 1e-4, true)");
+  CHECK(t.optimizer.attrs == ir::Attrs{{"lr", 0.05}, {"momentum", 0.9}, {"dampening", 0.0},
+                                       {"weight_decay", 1e-4}, {"nesterov", true}});
+}
+
+TEST_CASE("train: adamw defaults weight_decay to 0.01, adam to 0; betas split into beta1/beta2", "[frontend][train]") {
+  ir::TrainConfig w = train("  batch = 8\n  epochs = 1\n  optimizer = adamw(betas: (0.8, 0.99))");
+  CHECK(w.optimizer.kind == "adamw");
+  CHECK(w.optimizer.attrs ==
+        ir::Attrs{{"lr", 0.001}, {"beta1", 0.8}, {"beta2", 0.99}, {"eps", 1e-8}, {"weight_decay", 0.01}});
+  ir::TrainConfig a = train("  batch = 8\n  epochs = 1\n  optimizer = adam(lr: 3e-4, eps: 1e-6)");
+  CHECK(a.optimizer.attrs ==
+        ir::Attrs{{"lr", 3e-4}, {"beta1", 0.9}, {"beta2", 0.999}, {"eps", 1e-6}, {"weight_decay", 0.0}});
+}
+
+TEST_CASE("train: a single normalize value applies to every channel", "[frontend][train]") {
+  ir::TrainConfig t = train("  data = cifar10(normalize: mean (0.5), std (0.25, 0.5, 0.75))\n"
+                            "  batch = 8\n  epochs = 1\n  optimizer = sgd()");
+  CHECK(t.data.dataset == "cifar10");
+  CHECK(t.data.mean == std::vector<double>{0.5, 0.5, 0.5});
+  CHECK(t.data.std == std::vector<double>{0.25, 0.5, 0.75});
+}
+
+TEST_CASE("train: without normalize, mean is 0 and std is 1 per channel", "[frontend][train]") {
+  ir::TrainConfig t = train("  data = cifar10()\n  batch = 8\n  epochs = 1\n  optimizer = sgd()");
+  CHECK(t.data.mean == std::vector<double>{0, 0, 0});
+  CHECK(t.data.std == std::vector<double>{1, 1, 1});
+}
+
+TEST_CASE("train: the image input may have any shape with the data set's values per sample", "[frontend][train]") {
+  ir::Module m = frontend::compile_source(
+      "model M {\n  input image: f32[N, 784]\n  input label: i64[N]\n  fc = linear(784, 10)\n"
+      "  loss = cross_entropy(fc(image), label)\n}\n"
+      "train M {\n  data = mnist()\n  batch = 1\n  epochs = 1\n  optimizer = sgd()\n}\n",
+      "t.dnn");
+  CHECK(m.train.data.dataset == "mnist");
+}
