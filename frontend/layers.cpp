@@ -199,8 +199,11 @@ void report_size_mismatch(const Layer& l, const ir::TensorType& xt, const ast::E
   }
   int64_t declared = l.in_size[0];
   if (have == ir::kBatch || have == declared) return;
-  fail(fmt::format("layer '{}' declares {} {}, but {} has {} {}: expected {}, found {}", l.name, l.size_arg, declared,
-                   input_text, have, unit, have, declared));
+  std::string hint;
+  if (l.kind == "linear" && xt.shape.size() > 2 && xt.numel(1) == declared)
+    hint = fmt::format("; flatten it first: {}(flatten({}))", l.name, describe_expr(input));
+  fail(fmt::format("layer '{}' declares {} {}, but {} has {} {}: expected {}, found {}{}", l.name, l.size_arg, declared,
+                   input_text, have, unit, have, declared, hint));
 }
 
 }  // namespace

@@ -6,15 +6,19 @@
 
 namespace dnnc::frontend {
 
+// Optimal string alignment distance: insertions, deletions, substitutions and swaps of two
+// adjacent characters ("sdg" -> "sgd") each cost 1.
 static size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  std::vector<size_t> prev2(b.size() + 1), prev(b.size() + 1), cur(b.size() + 1);
   for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
   for (size_t i = 1; i <= a.size(); ++i) {
     cur[0] = i;
     for (size_t j = 1; j <= b.size(); ++j) {
       size_t sub = prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1);
       cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, sub});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) cur[j] = std::min(cur[j], prev2[j - 2] + 1);
     }
+    std::swap(prev2, prev);
     std::swap(prev, cur);
   }
   return prev[b.size()];

@@ -89,7 +89,7 @@ class TrainLowering {
     if (e.kind != ExprKind::call) {
       std::string list;
       for (const auto& k : known) list += (list.empty() ? "" : ", ") + k + "(...)";
-      fail(expr_start(e), fmt::format("{} expects {} call, one of {}; found {}", setting, kind, list, describe_expr(e)));
+      fail(expr_start(e), fmt::format("{} expects one of {}; found {}", setting, list, describe_expr(e)));
     }
     if (std::find(known.begin(), known.end(), e.name) == known.end()) {
       std::string hint = did_you_mean(e.name, known);
@@ -103,9 +103,11 @@ class TrainLowering {
   // A value per channel: one value is used for every channel.
   std::vector<double> per_channel(const Expr& e, const std::string& what, const DataSet& ds, bool positive) const {
     std::vector<double> v = ev_.eval_floats(e, what);
-    if (v.size() != 1 && static_cast<int64_t>(v.size()) != ds.channels)
-      fail(expr_start(e), fmt::format("{} needs 1 or {} values ({} has {} channel{}), found {}", what, ds.channels,
-                                      ds.name, ds.channels, ds.channels == 1 ? "" : "s", v.size()));
+    if (v.size() != 1 && static_cast<int64_t>(v.size()) != ds.channels) {
+      std::string counts = ds.channels == 1 ? "1 value" : fmt::format("1 or {} values", ds.channels);
+      fail(expr_start(e), fmt::format("{} needs {} ({} has {} channel{}), found {}", what, counts, ds.name, ds.channels,
+                                      ds.channels == 1 ? "" : "s", v.size()));
+    }
     if (v.size() == 1) v.assign(static_cast<size_t>(ds.channels), v[0]);
     for (double x : v)
       if (positive && !(x > 0)) fail(expr_start(e), fmt::format("{} values must be positive, found {}", what, x));
@@ -142,7 +144,8 @@ class TrainLowering {
     const ir::Graph& g = *m_.graph("forward");
     const std::string& bs = m_.batch_symbol;
     int64_t per_sample = ds.channels * ds.height * ds.width;
-    std::string image_type = fmt::format("f32[{}, {}, {}, {}]", bs, ds.channels, ds.height, ds.width);
+    std::string image_type =
+        ir::to_string(ir::TensorType{ir::DType::f32, {ir::kBatch, ds.channels, ds.height, ds.width}}, bs);
     if (g.inputs.size() > 2) {
       const ir::Value& v = g.value(g.inputs[2]);
       fail(input_decl(v.name)->loc, fmt::format("data set {} provides 2 inputs (images {} and labels i64[{}]), but the "

@@ -8,6 +8,7 @@
 
 #include "frontend/frontend.h"
 #include "frontend/parser.h"
+#include "frontend/suggest.h"
 #include "test_util.h"
 
 using namespace dnnc;
@@ -85,4 +86,14 @@ TEST_CASE("robustness: random byte edits of the seed models raise only CompileEr
   }
   CHECK(errors > 1000);
   CHECK(ok + errors == 3000);
+}
+
+TEST_CASE("suggestions: close typos, swapped letters and case differences; nothing for far names", "[frontend][diag]") {
+  using frontend::closest_name;
+  CHECK(closest_name("relux", {"tanh", "relu", "gelu"}) == "relu");
+  CHECK(closest_name("sdg", {"sgd", "adam", "adamw"}) == "sgd");
+  CHECK(closest_name("ReLU", {"relu"}) == "relu");
+  CHECK(closest_name("xyz", {"relu", "tanh"}).empty());
+  CHECK(closest_name("ab", {"cd"}).empty());
+  CHECK(frontend::did_you_mean("imgae", {"image", "label"}) == "; did you mean 'image'?");
 }
