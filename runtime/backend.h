@@ -1,0 +1,43 @@
+// The Backend interface: compile one graph of a module for a device and run it. Backends:
+// `reference` (the interpreter, the oracle), `cpu` (generated C++ JIT), `cuda` (plugin).
+#pragma once
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "runtime/tensor.h"
+
+namespace dnnc::runtime {
+
+namespace reference {
+struct ParamStore;  // runtime/reference/interpreter.h: module params/buffers/state by name
+}
+using reference::ParamStore;
+
+/// One compiled graph, bound to the ParamStore it reads and updates.
+class Executable {
+ public:
+  virtual ~Executable() = default;
+  /// Runs the graph once on `inputs` (by graph input name; shapes must match the graph's
+  /// types with the batch dim bound), returns the graph's outputs and applies its updates to
+  /// the params. Throws std::runtime_error naming the input on a dtype/shape mismatch.
+  virtual std::vector<Tensor> run(const std::map<std::string, Tensor>& inputs) = 0;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;
+  /// Compiles graph `graph` of `module` for batch size `batch`. The executable keeps
+  /// references to `module` and `params`, which must outlive it. Throws std::runtime_error
+  /// (with the compiler's log for JIT backends) on failure.
+  virtual std::unique_ptr<Executable> compile(const ir::Module& module, const std::string& graph,
+                                              ParamStore& params, int64_t batch) = 0;
+};
+
+/// The reference interpreter as a Backend (never fails to construct).
+std::unique_ptr<Backend> make_reference_backend();
+
+}  // namespace dnnc::runtime
