@@ -22,13 +22,27 @@ std::vector<ir::TensorType> types_of(const ir::Graph& g, const std::vector<ir::V
   return out;
 }
 
-std::vector<ir::ValueId> add_typed(ir::Graph& g, const std::string& op, const std::vector<ir::ValueId>& inputs,
-                                   TypedNode typed, ir::SourceLoc loc, const std::vector<std::string>& names) {
+std::vector<std::string> ValueNamer::names(const std::string& name, size_t count,
+                                           const std::vector<std::string>& suffixes) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < count; ++i) {
+    if (name.empty()) out.push_back(std::to_string(next_++));
+    else if (i == 0) out.push_back(name);
+    else out.push_back(name + (i - 1 < suffixes.size() ? suffixes[i - 1] : "." + std::to_string(i)));
+  }
+  return out;
+}
+
+std::vector<ir::ValueId> add_typed(ir::Graph& g, ValueNamer& namer, const std::string& op,
+                                   const std::vector<ir::ValueId>& inputs, TypedNode typed, ir::SourceLoc loc,
+                                   const std::string& name, const std::vector<std::string>& suffixes) {
+  std::vector<std::string> names = namer.names(name, typed.outputs.size(), suffixes);
   return g.add_node(op, inputs, std::move(typed.attrs), typed.outputs, loc, names);
 }
 
-std::vector<ir::ValueId> emit_node(ir::Graph& g, const std::string& op, const std::vector<ir::ValueId>& inputs,
-                                   const ir::Attrs& attrs, ir::SourceLoc loc, const std::vector<std::string>& names,
+std::vector<ir::ValueId> emit_node(ir::Graph& g, ValueNamer& namer, const std::string& op,
+                                   const std::vector<ir::ValueId>& inputs, const ir::Attrs& attrs, ir::SourceLoc loc,
+                                   const std::string& name, const std::vector<std::string>& suffixes,
                                    const std::string& file) {
   TypedNode typed;
   try {
@@ -36,7 +50,7 @@ std::vector<ir::ValueId> emit_node(ir::Graph& g, const std::string& op, const st
   } catch (const ir::ShapeError& e) {
     throw ir::CompileError(file, loc, e.what());
   }
-  return add_typed(g, op, inputs, std::move(typed), loc, names);
+  return add_typed(g, namer, op, inputs, std::move(typed), loc, name, suffixes);
 }
 
 }  // namespace dnnc::frontend

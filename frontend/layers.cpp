@@ -214,7 +214,8 @@ Layer declare_layer(const std::string& name, ir::SourceLoc name_loc, const ast::
 }
 
 ir::ValueId apply_layer(Layer& layer, ir::ValueId x, const ast::Expr& input, ir::SourceLoc call_loc, ir::Graph& g,
-                        const ir::Module& m, const std::string& result_name, const std::string& file) {
+                        ValueNamer& namer, const ir::Module& m, const std::string& result_name,
+                        const std::string& file) {
   bool is_bn = layer.kind == "batchnorm2d";
   if (is_bn && layer.applications > 0)
     throw ir::CompileError(file, call_loc,
@@ -231,14 +232,10 @@ ir::ValueId apply_layer(Layer& layer, ir::ValueId x, const ast::Expr& input, ir:
     report_size_mismatch(layer, g.value(x).type, input, file);
     throw ir::CompileError(file, call_loc, e.what());
   }
-  std::vector<std::string> names;
-  if (!result_name.empty()) {
-    names.push_back(result_name);
-    if (is_bn) names.insert(names.end(), {result_name + ".mean", result_name + ".invstd",
-                                          result_name + ".running_mean", result_name + ".running_var"});
-    if (layer.kind == "layernorm") names.insert(names.end(), {result_name + ".mean", result_name + ".invstd"});
-  }
-  std::vector<ir::ValueId> outs = add_typed(g, layer.kind, ins, std::move(typed), call_loc, names);
+  std::vector<std::string> suffixes;
+  if (is_bn) suffixes = {".mean", ".invstd", ".running_mean", ".running_var"};
+  if (layer.kind == "layernorm") suffixes = {".mean", ".invstd"};
+  std::vector<ir::ValueId> outs = add_typed(g, namer, layer.kind, ins, std::move(typed), call_loc, result_name, suffixes);
   if (is_bn) {
     g.updates.emplace_back(layer.name + ".running_mean", outs[3]);
     g.updates.emplace_back(layer.name + ".running_var", outs[4]);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "frontend/const_eval.h"
+#include "frontend/emit.h"
 #include "ir/graph.h"
 
 namespace dnnc::frontend {
@@ -42,6 +43,7 @@ Layer declare_layer(const std::string& name, ir::SourceLoc name_loc, const ast::
 /// at `call_loc`. Batchnorm's new running statistics become `g.updates`; applying a
 /// batchnorm layer twice is an error.
 ir::ValueId apply_layer(Layer& layer, ir::ValueId x, const ast::Expr& input, ir::SourceLoc call_loc, ir::Graph& g,
-                        const ir::Module& m, const std::string& result_name, const std::string& file);
+                        ValueNamer& namer, const ir::Module& m, const std::string& result_name,
+                        const std::string& file);
 
 }  // namespace dnnc::frontend

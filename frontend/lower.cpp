@@ -20,6 +20,10 @@ using ast::Expr;
 using ast::ExprKind;
 
 constexpr const char* kStepParam = "dnnc.step";
+// dnnc compiles small models; these bounds keep hostile inputs from taking minutes (graph
+// construction is quadratic in the number of values).
+constexpr size_t kMaxStatements = 10000;
+constexpr size_t kMaxNodes = 10000;
 
 struct Entity {
   enum class Kind : uint8_t { value, layer, constant } kind = Kind::value;
@@ -54,10 +58,18 @@ class ModelLowering {
       const std::string& n = s.input ? s.input->name : s.assign->name;
       definitions_.emplace(n, s.input ? s.input->loc : s.assign->loc);
     }
+    if (mb_.stmts.size() > kMaxStatements) {
+      const auto& s = mb_.stmts[kMaxStatements];
+      fail(s.input ? s.input->loc : s.assign->loc,
+           fmt::format("the model has more than {} statements; dnnc compiles small models", kMaxStatements));
+    }
     for (const auto& s : mb_.stmts) {
       current_ = s.input ? s.input->name : s.assign->name;
       if (s.input) input(*s.input);
       else assign(*s.assign);
+      if (g_.nodes.size() > kMaxNodes)
+        fail(s.input ? s.input->loc : s.assign->loc,
+             fmt::format("the model has more than {} ops; dnnc compiles small models", kMaxNodes));
     }
     current_.clear();
     for (const auto& l : layers_)
@@ -76,6 +88,7 @@ class ModelLowering {
   ConstEval ev_;
   ir::Module m_;
   ir::Graph g_;
+  ValueNamer namer_;
   std::map<std::string, Entity> scope_;
   std::multimap<std::string, ir::SourceLoc> definitions_;  // every definition, for "used before"
   std::vector<Layer> layers_;
@@ -209,16 +222,9 @@ class ModelLowering {
   Operand constant(Const c) { return Operand{true, c, ir::kNoValue}; }
   Operand value(ir::ValueId v) { return Operand{false, {}, v}; }
 
-  std::vector<std::string> names_for(const std::string& name, std::initializer_list<const char*> suffixes) {
-    if (name.empty()) return {};
-    std::vector<std::string> out{name};
-    for (const char* s : suffixes) out.push_back(name + s);
-    return out;
-  }
-
   ir::ValueId emit(const std::string& op, const std::vector<ir::ValueId>& ins, const ir::Attrs& attrs, ir::SourceLoc loc,
                    const std::string& name) {
-    return emit_node(g_, op, ins, attrs, loc, names_for(name, {}), file_)[0];
+    return emit_node(g_, namer_, op, ins, attrs, loc, name, {}, file_)[0];
   }
 
   /// Lowers a tensor-or-constant expression; `name` names the value the outermost node defines.
@@ -328,7 +334,7 @@ class ModelLowering {
            fmt::format("layer '{}' takes 1 input, found {}", layer.name, e.args.size()));
     const Expr& input = *e.args[0].value;
     ir::ValueId x = tensor(input, fmt::format("layer '{}'", layer.name));
-    return apply_layer(layer, x, input, e.loc, g_, m_, name, file_);
+    return apply_layer(layer, x, input, e.loc, g_, namer_, m_, name, file_);
   }
 
   Operand op_call(const OpSurface& s, const Expr& e, const std::string& name) {
@@ -345,15 +351,13 @@ class ModelLowering {
     for (size_t i = 0; i < s.operands.size(); ++i)
       ins.push_back(tensor(*b.slots[i], fmt::format("argument '{}' of {}", s.operands[i], s.name)));
     ir::Attrs attrs = convert_attrs(s, b, ev_, batch_symbol_, file_);
-    std::vector<std::string> names = names_for(name, {});
     if (s.name == "dropout") {
       if (!attrs.count("seed")) attrs["seed"] = dropouts_;
       ++dropouts_;
       ins.push_back(g_.param(kStepParam, {ir::DType::f32, {}}));
       step_used_ = true;
-      names = names_for(name, {".mask"});
     }
-    return value(emit_node(g_, s.name, ins, attrs, e.loc, names, file_)[0]);
+    return value(emit_node(g_, namer_, s.name, ins, attrs, e.loc, name, {".mask"}, file_)[0]);
   }
 
   // The prediction is the first operand of the loss op (cross_entropy / mse_loss) the loss

@@ -97,3 +97,31 @@ TEST_CASE("suggestions: close typos, swapped letters and case differences; nothi
   CHECK(closest_name("ab", {"cd"}).empty());
   CHECK(frontend::did_you_mean("imgae", {"image", "label"}) == "; did you mean 'image'?");
 }
+
+TEST_CASE("limits: sources over 1 MiB are rejected before lexing", "[frontend][diag]") {
+  std::string big(static_cast<size_t>(1 << 20) + 1, ' ');
+  try {
+    frontend::compile_source(big, "big.dnn");
+    FAIL("no error");
+  } catch (const ir::CompileError& e) {
+    CHECK_FALSE(e.loc().known());
+    CHECK(e.message() == "source is too large for a .dnn model: 1048577 bytes, the limit is 1048576 (1 MiB)");
+  }
+}
+
+TEST_CASE("limits: more than 10000 statements is an error at the first one over", "[frontend][diag]") {
+  std::string src = "model M {\n  input x: f32[N, 4]\n";
+  for (int i = 0; i < 10000; ++i) src += "  c" + std::to_string(i) + " = 1\n";
+  src += "}\n";
+  CHECK(test::error_of(src) == "10002:3 the model has more than 10000 statements; dnnc compiles small models");
+}
+
+TEST_CASE("limits: more than 10000 ops is an error at the statement that crosses it", "[frontend][diag]") {
+  std::string chain = "x";
+  for (int i = 0; i < 199; ++i) chain += " + x";  // 199 add nodes per statement
+  std::string src = "model M {\n  input x: f32[N, 4]\n";
+  for (int i = 0; i < 60; ++i) src += "  a" + std::to_string(i) + " = " + chain + "\n";
+  src += "}\n";
+  // 199 * 51 = 10149 > 10000 after statement a50 on line 53.
+  CHECK(test::error_of(src) == "53:3 the model has more than 10000 ops; dnnc compiles small models");
+}
