@@ -38,8 +38,7 @@ Bound bind_args(const ast::Expr& call, const Signature& sig, const std::string& 
         continue;
       }
       fail(expr_start(*a.value), fmt::format("{} takes at most {} {}, found {}", sig.callee,
-                                             plural(sig.params.size(), "argument"), param_list(sig),
-                                             call.args.size()));
+                                             plural(sig.params.size(), "argument"), param_list(sig), call.args.size()));
     }
     seen_keyword = true;
     size_t idx = 0;

@@ -59,12 +59,10 @@ Const ConstEval::eval(const ast::Expr& e, const std::string& what) const {
     case ExprKind::int_lit: return Const::of_int(e.int_value);
     case ExprKind::float_lit: return Const::of_float(e.float_value);
     case ExprKind::bool_lit: return Const::of_bool(e.bool_value);
-    case ExprKind::string_lit:
-      fail(e.loc, fmt::format("{} expects a constant, found a string", what));
+    case ExprKind::string_lit: fail(e.loc, fmt::format("{} expects a constant, found a string", what));
     case ExprKind::tuple:
       fail(e.loc, fmt::format("{} expects a single value, found a tuple of {}", what, e.elems.size()));
-    case ExprKind::call:
-      fail(e.loc, fmt::format("{} expects a constant, found a call {}(...)", what, e.name));
+    case ExprKind::call: fail(e.loc, fmt::format("{} expects a constant, found a call {}(...)", what, e.name));
     case ExprKind::ident: {
       Resolved r = resolve_(e);
       if (!r.value) fail(e.loc, fmt::format("{} expects a constant, found {}", what, r.description));
@@ -105,11 +103,13 @@ Const ConstEval::eval(const ast::Expr& e, const std::string& what) const {
     case '*': overflow = __builtin_mul_overflow(a.i, b.i, &r); break;
     default:
       if (b.i == 0) fail(e.loc, "division by zero");
-      if (a.i == INT64_MIN && b.i == -1) overflow = true;
+      if (a.i == INT64_MIN && b.i == -1)
+        overflow = true;
       else if (a.i % b.i != 0)
-        fail(e.loc, fmt::format("integer division {} / {} is not exact; write a float (e.g. {}.0) for a fraction",
-                                a.i, b.i, a.i));
-      else r = a.i / b.i;
+        fail(e.loc, fmt::format("integer division {} / {} is not exact; write a float (e.g. {}.0) for a fraction", a.i,
+                                b.i, a.i));
+      else
+        r = a.i / b.i;
   }
   if (overflow) fail(e.loc, fmt::format("integer overflow in {} {} {}", a.i, e.op, b.i));
   return Const::of_int(r);
@@ -119,7 +119,8 @@ int64_t ConstEval::eval_int(const ast::Expr& e, const std::string& what) const {
   if (e.kind == ExprKind::tuple || e.kind == ExprKind::call || e.kind == ExprKind::string_lit)
     fail_kind(e, what, "an integer");
   Const c = eval(e, what);
-  if (c.kind != Const::Kind::int_) fail(expr_start(e), fmt::format("{} expects an integer, found {}", what, c.describe()));
+  if (c.kind != Const::Kind::int_)
+    fail(expr_start(e), fmt::format("{} expects an integer, found {}", what, c.describe()));
   return c.i;
 }
 
@@ -127,7 +128,8 @@ double ConstEval::eval_float(const ast::Expr& e, const std::string& what) const 
   if (e.kind == ExprKind::tuple || e.kind == ExprKind::call || e.kind == ExprKind::string_lit)
     fail_kind(e, what, "a number");
   Const c = eval(e, what);
-  if (c.kind == Const::Kind::bool_) fail(expr_start(e), fmt::format("{} expects a number, found {}", what, c.describe()));
+  if (c.kind == Const::Kind::bool_)
+    fail(expr_start(e), fmt::format("{} expects a number, found {}", what, c.describe()));
   return c.f;
 }
 
@@ -135,7 +137,8 @@ bool ConstEval::eval_bool(const ast::Expr& e, const std::string& what) const {
   if (e.kind == ExprKind::tuple || e.kind == ExprKind::call || e.kind == ExprKind::string_lit)
     fail_kind(e, what, "true or false");
   Const c = eval(e, what);
-  if (c.kind != Const::Kind::bool_) fail(expr_start(e), fmt::format("{} expects true or false, found {}", what, c.describe()));
+  if (c.kind != Const::Kind::bool_)
+    fail(expr_start(e), fmt::format("{} expects true or false, found {}", what, c.describe()));
   return c.b;
 }
 

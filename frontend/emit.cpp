@@ -26,9 +26,12 @@ std::vector<std::string> ValueNamer::names(const std::string& name, size_t count
                                            const std::vector<std::string>& suffixes) {
   std::vector<std::string> out;
   for (size_t i = 0; i < count; ++i) {
-    if (name.empty()) out.push_back(std::to_string(next_++));
-    else if (i == 0) out.push_back(name);
-    else out.push_back(name + (i - 1 < suffixes.size() ? suffixes[i - 1] : "." + std::to_string(i)));
+    if (name.empty())
+      out.push_back(std::to_string(next_++));
+    else if (i == 0)
+      out.push_back(name);
+    else
+      out.push_back(name + (i - 1 < suffixes.size() ? suffixes[i - 1] : "." + std::to_string(i)));
   }
   return out;
 }

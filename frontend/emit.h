@@ -9,7 +9,7 @@
 namespace dnnc::frontend {
 
 struct TypedNode {
-  ir::Attrs attrs;                       // completed with the registry's defaults
+  ir::Attrs attrs;  // completed with the registry's defaults
   std::vector<ir::TensorType> outputs;
 };
 

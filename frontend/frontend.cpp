@@ -1,12 +1,12 @@
 // Frontend entry points: read, parse, lower the model, lower the train block.
 #include "frontend/frontend.h"
 
+#include <fmt/format.h>
+
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <sstream>
-
-#include <fmt/format.h>
 
 #include "frontend/lower.h"
 #include "frontend/parser.h"
@@ -23,7 +23,9 @@ std::string read_source(const std::string& path) {
   std::streamoff size = in.tellg();
   if (size < 0) throw ir::CompileError(path, {}, "cannot read file (is it a directory?)");
   if (size > kMaxSourceBytes)
-    throw ir::CompileError(path, {}, fmt::format("file is too large for a .dnn model: {} bytes, the limit is {} (1 MiB)", size, kMaxSourceBytes));
+    throw ir::CompileError(
+        path, {},
+        fmt::format("file is too large for a .dnn model: {} bytes, the limit is {} (1 MiB)", size, kMaxSourceBytes));
   in.seekg(0);
   std::ostringstream ss;
   ss << in.rdbuf();
@@ -33,8 +35,9 @@ std::string read_source(const std::string& path) {
 
 ir::Module compile_source(const std::string& source, const std::string& filename) {
   if (static_cast<std::streamoff>(source.size()) > kMaxSourceBytes)
-    throw ir::CompileError(filename, {}, fmt::format("source is too large for a .dnn model: {} bytes, the limit is {} (1 MiB)",
-                                                     source.size(), kMaxSourceBytes));
+    throw ir::CompileError(filename, {},
+                           fmt::format("source is too large for a .dnn model: {} bytes, the limit is {} (1 MiB)",
+                                       source.size(), kMaxSourceBytes));
   ast::File f = parse(source, filename);
   ir::Module m = lower_model(f, filename);
   lower_train(f, m, filename);

@@ -35,10 +35,14 @@ class Declarer {
   }
 
   Layer run() {
-    if (layer_.kind == "linear") linear();
-    else if (layer_.kind == "conv2d") conv2d();
-    else if (layer_.kind == "batchnorm2d") batchnorm2d();
-    else layernorm();
+    if (layer_.kind == "linear")
+      linear();
+    else if (layer_.kind == "conv2d")
+      conv2d();
+    else if (layer_.kind == "batchnorm2d")
+      batchnorm2d();
+    else
+      layernorm();
     return std::move(layer_);
   }
 
@@ -59,7 +63,8 @@ class Declarer {
 
   int64_t int_at_least(size_t i, const std::string& arg, int64_t min) const {
     int64_t v = ev_.eval_int(*slot(i), what(arg));
-    if (v < min) fail(expr_start(*slot(i)), fmt::format("{} of {} must be at least {}, found {}", arg, layer_.kind, min, v));
+    if (v < min)
+      fail(expr_start(*slot(i)), fmt::format("{} of {} must be at least {}, found {}", arg, layer_.kind, min, v));
     return v;
   }
   std::vector<int64_t> pair_at_least(size_t i, const std::string& arg, int64_t def, int64_t min) const {
@@ -75,8 +80,8 @@ class Declarer {
     double v = ev_.eval_float(*slot(i), what(arg));
     bool ok = (lo_open ? v > lo : v >= lo) && v <= hi;
     if (!ok)
-      fail(expr_start(*slot(i)), fmt::format("{} of {} must be in {}{}, {}], found {}", arg, layer_.kind,
-                                             lo_open ? "(" : "[", lo, hi, v));
+      fail(expr_start(*slot(i)),
+           fmt::format("{} of {} must be in {}{}, {}], found {}", arg, layer_.kind, lo_open ? "(" : "[", lo, hi, v));
     return v;
   }
   bool flag(size_t i, const std::string& arg, bool def) const {
@@ -92,8 +97,8 @@ class Declarer {
                  bool operand = true) {
     std::optional<int64_t> n = type.numel(1);
     if (!n || *n > INT64_MAX / 8)
-      fail(layer_.loc, fmt::format("layer '{}': {} {} has too many elements (the count overflows 64 bits)",
-                                   layer_.name, suffix, ir::to_string(type)));
+      fail(layer_.loc, fmt::format("layer '{}': {} {} has too many elements (the count overflows 64 bits)", layer_.name,
+                                   suffix, ir::to_string(type)));
     std::string pname = layer_.name + "." + suffix;
     m_.params.push_back(ir::Param{pname, std::move(type), role, std::move(init), layer_.loc});
     if (operand) layer_.params.push_back(pname);
@@ -121,13 +126,15 @@ class Declarer {
     std::vector<int64_t> dilation = pair_at_least(5, "dilation", 1, 1);
     int64_t groups = slot(6) ? int_at_least(6, "groups", 1) : 1;
     if (in % groups != 0 || out % groups != 0)
-      fail(expr_start(*slot(6)), fmt::format("groups of conv2d must divide in_channels ({}) and out_channels ({}), found {}",
-                                             in, out, groups));
+      fail(expr_start(*slot(6)),
+           fmt::format("groups of conv2d must divide in_channels ({}) and out_channels ({}), found {}", in, out,
+                       groups));
     set_size(0, "in_channels", {in});
     layer_.attrs = {{"stride", stride}, {"padding", padding}, {"dilation", dilation}, {"groups", groups}};
     int64_t fan_in = 0;
     if (__builtin_mul_overflow(in / groups, kernel[0], &fan_in) || __builtin_mul_overflow(fan_in, kernel[1], &fan_in))
-      fail(layer_.loc, fmt::format("layer '{}': weight has too many elements (the count overflows 64 bits)", layer_.name));
+      fail(layer_.loc,
+           fmt::format("layer '{}': weight has too many elements (the count overflows 64 bits)", layer_.name));
     add_param("weight", {ir::DType::f32, {out, in / groups, kernel[0], kernel[1]}}, ir::ParamRole::weight,
               uniform(fan_in));
     if (flag(7, "bias", true)) add_param("bias", {ir::DType::f32, {out}}, ir::ParamRole::weight, uniform(fan_in));
@@ -235,7 +242,8 @@ ir::ValueId apply_layer(Layer& layer, ir::ValueId x, const ast::Expr& input, ir:
   std::vector<std::string> suffixes;
   if (is_bn) suffixes = {".mean", ".invstd", ".running_mean", ".running_var"};
   if (layer.kind == "layernorm") suffixes = {".mean", ".invstd"};
-  std::vector<ir::ValueId> outs = add_typed(g, namer, layer.kind, ins, std::move(typed), call_loc, result_name, suffixes);
+  std::vector<ir::ValueId> outs =
+      add_typed(g, namer, layer.kind, ins, std::move(typed), call_loc, result_name, suffixes);
   if (is_bn) {
     g.updates.emplace_back(layer.name + ".running_mean", outs[3]);
     g.updates.emplace_back(layer.name + ".running_var", outs[4]);

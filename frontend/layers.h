@@ -13,12 +13,12 @@
 namespace dnnc::frontend {
 
 struct Layer {
-  std::string name;   // the user's name: params are `name.weight`, ...
-  std::string kind;   // the constructor: "linear", "conv2d", "batchnorm2d", "layernorm"
-  ir::SourceLoc loc;  // the name in the declaration
-  std::string size_arg;          // "in_features", "in_channels", "num_features", "normalized_shape"
-  ir::SourceLoc size_loc;        // start of that argument's expression
-  std::vector<int64_t> in_size;  // its value (normalized_shape may have several dims)
+  std::string name;                 // the user's name: params are `name.weight`, ...
+  std::string kind;                 // the constructor: "linear", "conv2d", "batchnorm2d", "layernorm"
+  ir::SourceLoc loc;                // the name in the declaration
+  std::string size_arg;             // "in_features", "in_channels", "num_features", "normalized_shape"
+  ir::SourceLoc size_loc;           // start of that argument's expression
+  std::vector<int64_t> in_size;     // its value (normalized_shape may have several dims)
   std::vector<std::string> params;  // param names in the op's operand order after x
   ir::Attrs attrs;                  // attributes of the op given in the declaration
   int applications = 0;

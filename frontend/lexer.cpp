@@ -113,10 +113,17 @@ class Lexer {
     }
     int extra = 0;
     uint32_t cp = 0;
-    if (c >= 0xC2 && c <= 0xDF) { extra = 1; cp = c & 0x1F; }
-    else if (c >= 0xE0 && c <= 0xEF) { extra = 2; cp = c & 0x0F; }
-    else if (c >= 0xF0 && c <= 0xF4) { extra = 3; cp = c & 0x07; }
-    else fail(loc(), fmt::format("invalid UTF-8 byte 0x{:02X}", c));
+    if (c >= 0xC2 && c <= 0xDF) {
+      extra = 1;
+      cp = c & 0x1F;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      extra = 2;
+      cp = c & 0x0F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      extra = 3;
+      cp = c & 0x07;
+    } else
+      fail(loc(), fmt::format("invalid UTF-8 byte 0x{:02X}", c));
     for (int i = 1; i <= extra; ++i) {
       unsigned char d = peek(static_cast<size_t>(i));
       if (at_end(static_cast<size_t>(i)) || (d & 0xC0) != 0x80)
@@ -175,10 +182,9 @@ class Lexer {
     if (is_digit(c)) return lex_number(t);
     if (c == '"') return lex_string(t);
     static const std::pair<char, TokenKind> punct[] = {
-        {'(', TokenKind::lparen}, {')', TokenKind::rparen}, {'[', TokenKind::lbracket},
-        {']', TokenKind::rbracket}, {'{', TokenKind::lbrace}, {'}', TokenKind::rbrace},
-        {',', TokenKind::comma},  {':', TokenKind::colon},  {'=', TokenKind::equals},
-        {'+', TokenKind::plus},   {'-', TokenKind::minus},  {'*', TokenKind::star},
+        {'(', TokenKind::lparen}, {')', TokenKind::rparen}, {'[', TokenKind::lbracket}, {']', TokenKind::rbracket},
+        {'{', TokenKind::lbrace}, {'}', TokenKind::rbrace}, {',', TokenKind::comma},    {':', TokenKind::colon},
+        {'=', TokenKind::equals}, {'+', TokenKind::plus},   {'-', TokenKind::minus},    {'*', TokenKind::star},
         {'/', TokenKind::slash},
     };
     for (auto [ch, kind] : punct) {
@@ -243,11 +249,18 @@ class Lexer {
       if (c == '\\') {
         advance();
         unsigned char e = peek();
-        if (e == 'n') t.text += '\n';
-        else if (e == 't') t.text += '\t';
-        else if (e == '"' || e == '\\') t.text += static_cast<char>(e);
-        else if (at_end() || e == '\n') fail(open, "unterminated string literal");
-        else { check_plain_byte(e); fail(loc(), fmt::format("unknown escape '\\{}' in a string", static_cast<char>(e))); }
+        if (e == 'n')
+          t.text += '\n';
+        else if (e == 't')
+          t.text += '\t';
+        else if (e == '"' || e == '\\')
+          t.text += static_cast<char>(e);
+        else if (at_end() || e == '\n')
+          fail(open, "unterminated string literal");
+        else {
+          check_plain_byte(e);
+          fail(loc(), fmt::format("unknown escape '\\{}' in a string", static_cast<char>(e)));
+        }
         advance();
         continue;
       }

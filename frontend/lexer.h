@@ -14,8 +14,19 @@ enum class TokenKind : uint8_t {
   int_lit,     // 123
   float_lit,   // 0.5, 1e-8, 2.5E+3
   string_lit,  // "text" (no use in the grammar yet; lexed so it can be rejected clearly)
-  lparen, rparen, lbracket, rbracket, lbrace, rbrace,
-  comma, colon, equals, plus, minus, star, slash,
+  lparen,
+  rparen,
+  lbracket,
+  rbracket,
+  lbrace,
+  rbrace,
+  comma,
+  colon,
+  equals,
+  plus,
+  minus,
+  star,
+  slash,
   eof,
 };
 

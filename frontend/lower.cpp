@@ -65,8 +65,10 @@ class ModelLowering {
     }
     for (const auto& s : mb_.stmts) {
       current_ = s.input ? s.input->name : s.assign->name;
-      if (s.input) input(*s.input);
-      else assign(*s.assign);
+      if (s.input)
+        input(*s.input);
+      else
+        assign(*s.assign);
       if (g_.nodes.size() > kMaxNodes)
         fail(s.input ? s.input->loc : s.assign->loc,
              fmt::format("the model has more than {} ops; dnnc compiles small models", kMaxNodes));
@@ -76,7 +78,8 @@ class ModelLowering {
       if (l.applications == 0) fail(l.loc, fmt::format("layer '{}' is declared but never applied", l.name));
     finish_outputs();
     if (step_used_)
-      m_.params.push_back(ir::Param{kStepParam, {ir::DType::f32, {}}, ir::ParamRole::optimizer_state, {"zeros", 0.0}, {}});
+      m_.params.push_back(
+          ir::Param{kStepParam, {ir::DType::f32, {}}, ir::ParamRole::optimizer_state, {"zeros", 0.0}, {}});
     if (!batch_symbol_.empty()) m_.batch_symbol = batch_symbol_;
     m_.graphs.push_back(std::move(g_));
     return std::move(m_);
@@ -107,8 +110,8 @@ class ModelLowering {
 
   [[noreturn]] void unknown_identifier(const Expr& e) const {
     if (e.name == current_)
-      fail(e.loc, fmt::format("'{}' is used in its own definition; every name is assigned once, so pick a new name",
-                              e.name));
+      fail(e.loc,
+           fmt::format("'{}' is used in its own definition; every name is assigned once, so pick a new name", e.name));
     auto it = definitions_.find(e.name);
     if (it != definitions_.end())
       fail(e.loc, fmt::format("'{}' is used before its definition at {}", e.name, loc_text(it->second)));
@@ -129,7 +132,8 @@ class ModelLowering {
       case Entity::Kind::layer: return {std::nullopt, fmt::format("layer '{}'", e.name)};
       case Entity::Kind::value: break;
     }
-    return {std::nullopt, fmt::format("tensor '{}' ({})", e.name, ir::to_string(g_.value(ent.value).type, batch_symbol_))};
+    return {std::nullopt,
+            fmt::format("tensor '{}' ({})", e.name, ir::to_string(g_.value(ent.value).type, batch_symbol_))};
   }
 
   void define(const std::string& name, ir::SourceLoc loc, Entity ent) {
@@ -152,14 +156,17 @@ class ModelLowering {
       fail(loc, fmt::format("'{}' is the name of an op and cannot be assigned", name));
   }
 
-  std::string type_text(const ir::TensorType& t) const { return ir::to_string(t, batch_symbol_.empty() ? "N" : batch_symbol_); }
+  std::string type_text(const ir::TensorType& t) const {
+    return ir::to_string(t, batch_symbol_.empty() ? "N" : batch_symbol_);
+  }
 
   /// input_decl: dtype, dims (one symbolic batch dim, first), element count.
   void input(const ast::InputDecl& d) {
     check_fresh(d.name, d.loc);
     std::optional<ir::DType> dt = ir::parse_dtype(d.dtype);
     if (!dt)
-      fail(d.dtype_loc, fmt::format("unknown dtype '{}'; expected f32 or i64{}", d.dtype, did_you_mean(d.dtype, {"f32", "i64"})));
+      fail(d.dtype_loc,
+           fmt::format("unknown dtype '{}'; expected f32 or i64{}", d.dtype, did_you_mean(d.dtype, {"f32", "i64"})));
     ir::TensorType t{*dt, {}};
     for (size_t i = 0; i < d.dims.size(); ++i) {
       const Expr& e = *d.dims[i];
@@ -167,9 +174,11 @@ class ModelLowering {
       if (symbolic) {
         if (batch_symbol_.empty()) batch_symbol_ = e.name;
         if (e.name != batch_symbol_)
-          fail(e.loc, fmt::format("only one symbolic dimension, the batch '{}', is supported; found '{}'", batch_symbol_, e.name));
+          fail(e.loc, fmt::format("only one symbolic dimension, the batch '{}', is supported; found '{}'",
+                                  batch_symbol_, e.name));
         if (i != 0)
-          fail(e.loc, fmt::format("the batch dimension '{}' must be the first dimension of input '{}'", e.name, d.name));
+          fail(e.loc,
+               fmt::format("the batch dimension '{}' must be the first dimension of input '{}'", e.name, d.name));
         t.shape.push_back(ir::kBatch);
         continue;
       }
@@ -222,8 +231,8 @@ class ModelLowering {
   Operand constant(Const c) { return Operand{true, c, ir::kNoValue}; }
   Operand value(ir::ValueId v) { return Operand{false, {}, v}; }
 
-  ir::ValueId emit(const std::string& op, const std::vector<ir::ValueId>& ins, const ir::Attrs& attrs, ir::SourceLoc loc,
-                   const std::string& name) {
+  ir::ValueId emit(const std::string& op, const std::vector<ir::ValueId>& ins, const ir::Attrs& attrs,
+                   ir::SourceLoc loc, const std::string& name) {
     return emit_node(g_, namer_, op, ins, attrs, loc, name, {}, file_)[0];
   }
 
@@ -234,7 +243,8 @@ class ModelLowering {
       case ExprKind::float_lit: return constant(Const::of_float(e.float_value));
       case ExprKind::bool_lit: return constant(Const::of_bool(e.bool_value));
       case ExprKind::string_lit: fail(e.loc, "a string is not a tensor or a number");
-      case ExprKind::tuple: fail(e.loc, fmt::format("a tuple of {} is not a tensor; tuples are only op arguments", e.elems.size()));
+      case ExprKind::tuple:
+        fail(e.loc, fmt::format("a tuple of {} is not a tensor; tuples are only op arguments", e.elems.size()));
       case ExprKind::ident: return ident(e);
       case ExprKind::neg: {
         Operand x = lower(*e.elems[0], "");
@@ -255,8 +265,7 @@ class ModelLowering {
   Operand ident(const Expr& e) {
     auto it = scope_.find(e.name);
     if (it == scope_.end()) {
-      if (e.name == batch_symbol_)
-        fail(e.loc, fmt::format("'{}' is the batch dimension symbol, not a value", e.name));
+      if (e.name == batch_symbol_) fail(e.loc, fmt::format("'{}' is the batch dimension symbol, not a value", e.name));
       unknown_identifier(e);
     }
     const Entity& ent = it->second;
@@ -311,8 +320,8 @@ class ModelLowering {
       return value(apply(layers_[ent.layer], e, name));
     }
     if (is_layer_constructor(e.name))
-      fail(e.loc, fmt::format("layer constructor '{}' must be assigned to a name, e.g. fc = {}(...), and then applied", e.name,
-                              e.name));
+      fail(e.loc, fmt::format("layer constructor '{}' must be assigned to a name, e.g. fc = {}(...), and then applied",
+                              e.name, e.name));
     if (const OpSurface* s = find_surface(e.name)) return op_call(*s, e, name);
     if (ir::find_op(e.name))
       fail(e.loc, fmt::format("op '{}' is made by the compiler and cannot be called from a .dnn file", e.name));
@@ -328,7 +337,9 @@ class ModelLowering {
 
   ir::ValueId apply(Layer& layer, const Expr& e, const std::string& name) {
     for (const auto& a : e.args)
-      if (!a.key.empty()) fail(a.key_loc, fmt::format("layer '{}' takes no keyword arguments; its settings are in its declaration", layer.name));
+      if (!a.key.empty())
+        fail(a.key_loc,
+             fmt::format("layer '{}' takes no keyword arguments; its settings are in its declaration", layer.name));
     if (e.args.size() != 1)
       fail(e.args.empty() ? e.loc : expr_start(*e.args[1].value),
            fmt::format("layer '{}' takes 1 input, found {}", layer.name, e.args.size()));
@@ -384,7 +395,8 @@ class ModelLowering {
   void finish_outputs() {
     auto it = scope_.find("loss");
     if (it == scope_.end())
-      fail(mb_.loc, fmt::format("model '{}' has no loss; assign one, e.g. loss = cross_entropy(logits, label)", mb_.name));
+      fail(mb_.loc,
+           fmt::format("model '{}' has no loss; assign one, e.g. loss = cross_entropy(logits, label)", mb_.name));
     const Entity& ent = it->second;
     if (ent.kind == Entity::Kind::layer)
       fail(ent.loc, "loss must be a scalar f32[] computed by cross_entropy or mse_loss, found a layer");
@@ -393,8 +405,8 @@ class ModelLowering {
                                      ent.constant.describe()));
     const ir::TensorType& t = g_.value(ent.value).type;
     if (t.dtype != ir::DType::f32 || !t.shape.empty())
-      fail(ent.expr_loc, fmt::format("loss must be a scalar f32[] computed by cross_entropy or mse_loss, found {}",
-                                     type_text(t)));
+      fail(ent.expr_loc,
+           fmt::format("loss must be a scalar f32[] computed by cross_entropy or mse_loss, found {}", type_text(t)));
     g_.outputs = {ent.value, prediction_of(ent.value, ent.expr_loc)};
   }
 };

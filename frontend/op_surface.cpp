@@ -30,7 +30,9 @@ static const std::vector<OpSurface>& table() {
       {"div_scalar", {"x"}, {{"value", C::float_}}},
       {"dropout", {"x"}, {{"p", C::float_}, {"seed", C::int_}}},
       {"maxpool2d", {"x"}, {{"kernel", C::pair}, {"stride", C::pair}, {"padding", C::pair}}},
-      {"avgpool2d", {"x"}, {{"kernel", C::pair}, {"stride", C::pair}, {"padding", C::pair}, {"count_include_pad", C::bool_}}},
+      {"avgpool2d",
+       {"x"},
+       {{"kernel", C::pair}, {"stride", C::pair}, {"padding", C::pair}, {"count_include_pad", C::bool_}}},
       {"cross_entropy", {"logits", "target"}, {}},
       {"mse_loss", {"pred", "target"}, {}},
   };
@@ -73,9 +75,9 @@ static std::vector<int64_t> eval_dims(const std::vector<const ast::Expr*>& given
     }
     int64_t v = ev.eval_int(*e, what);
     if (allow_batch && v < 1)
-      throw ir::CompileError(file, expr_start(*e),
-                             fmt::format("{} expects sizes >= 1 or the batch symbol '{}', found {}", what,
-                                         batch_symbol, v));
+      throw ir::CompileError(
+          file, expr_start(*e),
+          fmt::format("{} expects sizes >= 1 or the batch symbol '{}', found {}", what, batch_symbol, v));
     out.push_back(v);
   }
   return out;

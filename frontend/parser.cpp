@@ -126,8 +126,7 @@ class Parser {
   ast::Assign parse_assign(const char* what) {
     ast::Assign a;
     if (!is(TokenKind::ident)) fail_expected(what);
-    if (is_keyword(cur().text))
-      fail(cur().loc, fmt::format("'{}' is a keyword and cannot be assigned", cur().text));
+    if (is_keyword(cur().text)) fail(cur().loc, fmt::format("'{}' is a keyword and cannot be assigned", cur().text));
     const Token& name = take();
     a.name = name.text;
     a.loc = name.loc;

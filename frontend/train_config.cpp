@@ -68,11 +68,12 @@ class TrainLowering {
   }
 
   [[noreturn]] void unknown_setting(const ast::Assign& a) const {
-    static const std::vector<std::string> opt_args = {"lr", "momentum", "dampening", "weight_decay",
-                                                      "nesterov", "betas", "eps"};
+    static const std::vector<std::string> opt_args = {"lr",       "momentum", "dampening", "weight_decay",
+                                                      "nesterov", "betas",    "eps"};
     if (std::find(opt_args.begin(), opt_args.end(), a.name) != opt_args.end())
-      fail(a.loc, fmt::format("'{}' is an optimizer argument; write it inside the optimizer, e.g. optimizer = sgd({}: ...)",
-                              a.name, a.name));
+      fail(a.loc,
+           fmt::format("'{}' is an optimizer argument; write it inside the optimizer, e.g. optimizer = sgd({}: ...)",
+                       a.name, a.name));
     std::string hint = did_you_mean(a.name, kSettings);
     if (hint.empty()) hint = "; expected one of data, batch, epochs, seed, optimizer";
     fail(a.loc, fmt::format("unknown train setting '{}'{}", a.name, hint));
@@ -117,7 +118,8 @@ class TrainLowering {
   /// data = mnist(normalize: mean M, std S) | cifar10(...)
   void data(const Expr& e) {
     expect_call(e, "data", {"mnist", "cifar10"}, "data set");
-    const DataSet& ds = *std::find_if(kDataSets.begin(), kDataSets.end(), [&](const DataSet& d) { return d.name == e.name; });
+    const DataSet& ds =
+        *std::find_if(kDataSets.begin(), kDataSets.end(), [&](const DataSet& d) { return d.name == e.name; });
     Bound b = bind_args(e, Signature{e.name, {"normalize"}, 0, false}, file_);
     ir::DataConfig& dc = m_.train.data;
     dc.dataset = ds.name;
@@ -156,16 +158,16 @@ class TrainLowering {
       const ir::Value& v = g.value(g.inputs[0]);
       std::optional<int64_t> n = v.type.numel(1);
       if (v.type.dtype != ir::DType::f32 || n != per_sample)
-        fail(input_decl(v.name)->loc,
-             fmt::format("input '{}' is {}, but {} images are {}: expected f32 with {} values per sample, found {}",
-                         v.name, ir::to_string(v.type, bs), ds.name, image_type, per_sample,
-                         ir::to_string(v.type, bs)));
+        fail(
+            input_decl(v.name)->loc,
+            fmt::format("input '{}' is {}, but {} images are {}: expected f32 with {} values per sample, found {}",
+                        v.name, ir::to_string(v.type, bs), ds.name, image_type, per_sample, ir::to_string(v.type, bs)));
     }
     if (g.inputs.size() == 2) {
       const ir::Value& v = g.value(g.inputs[1]);
       if (v.type != ir::TensorType{ir::DType::i64, {ir::kBatch}})
-        fail(input_decl(v.name)->loc, fmt::format("input '{}' receives the {} labels: expected i64[{}], found {}", v.name,
-                                                  ds.name, bs, ir::to_string(v.type, bs)));
+        fail(input_decl(v.name)->loc, fmt::format("input '{}' receives the {} labels: expected i64[{}], found {}",
+                                                  v.name, ds.name, bs, ir::to_string(v.type, bs)));
     }
   }
 
@@ -183,14 +185,16 @@ class TrainLowering {
     oc.kind = e.name;
     oc.attrs.clear();
     if (e.name == "sgd") {
-      Bound b = bind_args(e, Signature{"sgd", {"lr", "momentum", "dampening", "weight_decay", "nesterov"}, 0, false}, file_);
+      Bound b =
+          bind_args(e, Signature{"sgd", {"lr", "momentum", "dampening", "weight_decay", "nesterov"}, 0, false}, file_);
       double momentum = number(b.slots[1], "sgd", "momentum", 0.0, 0.0);
       double dampening = b.slots[2] ? ev_.eval_float(*b.slots[2], "argument 'dampening' of sgd") : 0.0;
       bool nesterov = b.slots[4] ? ev_.eval_bool(*b.slots[4], "argument 'nesterov' of sgd") : false;
       if (nesterov && (momentum <= 0 || dampening != 0))
-        fail(expr_start(*b.slots[4]), fmt::format("nesterov momentum needs momentum > 0 and dampening 0, found momentum {} "
-                                                  "and dampening {}",
-                                                  momentum, dampening));
+        fail(expr_start(*b.slots[4]),
+             fmt::format("nesterov momentum needs momentum > 0 and dampening 0, found momentum {} "
+                         "and dampening {}",
+                         momentum, dampening));
       oc.attrs = {{"lr", number(b.slots[0], "sgd", "lr", 1e-3, 0.0)},
                   {"momentum", momentum},
                   {"dampening", dampening},

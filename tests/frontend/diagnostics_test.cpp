@@ -1,7 +1,6 @@
 // Diagnostics outside the invalid-file suite: file errors, the exact CIFAR-bug message,
 // and robustness (random mutations of the seed models only ever raise CompileError).
 #include <catch2/catch.hpp>
-
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -57,8 +56,8 @@ TEST_CASE("dump_ast parses without lowering", "[frontend][diag]") {
 
 TEST_CASE("robustness: random byte edits of the seed models raise only CompileError", "[frontend][diag]") {
   std::vector<std::string> sources;
-  for (const char* p : {"models/mnist_mlp.dnn", "models/cifar_cnn.dnn", "models/lenet5.dnn",
-                        "models/cifar_strided.dnn"})
+  for (const char* p :
+       {"models/mnist_mlp.dnn", "models/cifar_cnn.dnn", "models/lenet5.dnn", "models/cifar_strided.dnn"})
     sources.push_back(frontend::read_source(p));
   std::mt19937 rng(12345);
   const std::string alphabet = "()[]{},:=+-*/#\"\n 0123456789eNxfc_.\x01\xff";

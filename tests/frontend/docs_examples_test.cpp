@@ -17,7 +17,8 @@ TEST_CASE("docs/dsl.md: every code block that starts with 'model' compiles", "[f
     std::string block = doc.substr(begin, end - begin);
     pos = end + 4;
     size_t first = block.find_first_not_of(" \n");
-    while (first != std::string::npos && block[first] == '#') first = block.find_first_not_of(" \n", block.find('\n', first));
+    while (first != std::string::npos && block[first] == '#')
+      first = block.find_first_not_of(" \n", block.find('\n', first));
     if (first == std::string::npos || block.compare(first, 6, "model ") != 0) continue;
     INFO("block:\n" << block);
     ir::Module m;

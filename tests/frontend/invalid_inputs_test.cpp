@@ -1,9 +1,8 @@
 // Runs every tests/invalid/NAME.dnn through compile_file and compares the full diagnostic
 // (format_diagnostic: location line, source line, caret) with NAME.expected byte for byte.
 // DNNC_UPDATE_EXPECTED=1 rewrites the .expected files (review the diff before committing).
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -75,7 +74,8 @@ std::vector<std::string> invalid_inputs() {
 
 }  // namespace
 
-TEST_CASE("invalid inputs: each tests/invalid/*.dnn fails with exactly its .expected diagnostic", "[frontend][invalid]") {
+TEST_CASE("invalid inputs: each tests/invalid/*.dnn fails with exactly its .expected diagnostic",
+          "[frontend][invalid]") {
   std::vector<std::string> names = invalid_inputs();
   REQUIRE(names.size() >= 30);
   bool update = std::getenv("DNNC_UPDATE_EXPECTED") != nullptr;

@@ -1,7 +1,7 @@
 // Lexer unit tests: token kinds, values, locations, comments, and hostile bytes.
-#include <catch2/catch.hpp>
-
 #include "frontend/lexer.h"
+
+#include <catch2/catch.hpp>
 
 using namespace dnnc;
 using frontend::lex;

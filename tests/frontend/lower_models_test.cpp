@@ -1,7 +1,6 @@
 // Lowering of every model in models/: params (PyTorch names, shapes, order, init), the
 // forward graph's node sequence, value types and outputs, and the train config.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 
 #include "frontend/frontend.h"
@@ -98,8 +97,8 @@ TEST_CASE("models/mnist_mlp.dnn: params, graph and train config", "[frontend][mo
   CHECK(t.epochs == 5);
   CHECK(t.seed == 1);
   CHECK(t.optimizer.kind == "sgd");
-  CHECK(t.optimizer.attrs == ir::Attrs{{"lr", 0.001}, {"momentum", 0.9}, {"dampening", 0.0},
-                                       {"weight_decay", 0.0}, {"nesterov", false}});
+  CHECK(t.optimizer.attrs ==
+        ir::Attrs{{"lr", 0.001}, {"momentum", 0.9}, {"dampening", 0.0}, {"weight_decay", 0.0}, {"nesterov", false}});
 }
 
 TEST_CASE("models/mnist_mlp_adam.dnn: same model, adam with PyTorch defaults", "[frontend][models]") {
@@ -160,9 +159,8 @@ TEST_CASE("models/lenet5.dnn: LeNet-5 shapes", "[frontend][models]") {
                    {"fc3.bias", {10}, inv_sqrt(84)}});
   const ir::Graph& g = m.graphs[0];
   check_inputs(g, "f32[N,1,28,28]");
-  CHECK(node_ops(g) == std::vector<std::string>{"conv2d", "relu", "maxpool2d", "conv2d", "relu", "maxpool2d",
-                                                "flatten", "linear", "relu", "linear", "relu", "linear",
-                                                "cross_entropy"});
+  CHECK(node_ops(g) == std::vector<std::string>{"conv2d", "relu", "maxpool2d", "conv2d", "relu", "maxpool2d", "flatten",
+                                                "linear", "relu", "linear", "relu", "linear", "cross_entropy"});
   CHECK(type_of(g, "h1") == "f32[N,6,14,14]");
   CHECK(type_of(g, "h2") == "f32[N,16,5,5]");
   CHECK(type_of(g, "h3") == "f32[N,120]");
@@ -180,8 +178,8 @@ TEST_CASE("models/cifar_strided.dnn: padding, stride 2 and avgpool", "[frontend]
                    {"fc.weight", {10, 2048}, inv_sqrt(2048)},
                    {"fc.bias", {10}, inv_sqrt(2048)}});
   const ir::Graph& g = m.graphs[0];
-  CHECK(node_ops(g) ==
-        std::vector<std::string>{"conv2d", "relu", "conv2d", "relu", "avgpool2d", "flatten", "linear", "cross_entropy"});
+  CHECK(node_ops(g) == std::vector<std::string>{"conv2d", "relu", "conv2d", "relu", "avgpool2d", "flatten", "linear",
+                                                "cross_entropy"});
   CHECK(type_of(g, "h1") == "f32[N,16,32,32]");
   CHECK(type_of(g, "h2") == "f32[N,32,8,8]");
   check_outputs(g, "logits", "f32[N,10]");

@@ -1,7 +1,6 @@
 // Lowering of single language features: each layer kind, functional ops and their
 // arguments, infix arithmetic with constants, named constants, names, outputs.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 
 #include "test_util.h"

@@ -1,7 +1,7 @@
 // Parser unit tests: structure of the AST, precedence, locations, syntax errors, depth limit.
-#include <catch2/catch.hpp>
-
 #include "frontend/parser.h"
+
+#include <catch2/catch.hpp>
 
 using namespace dnnc;
 using frontend::ast::ExprKind;
@@ -65,8 +65,8 @@ TEST_CASE("parser: unary minus nests and applies to the operand", "[frontend][pa
 }
 
 TEST_CASE("parser: normalize takes 'mean X, std Y' as one argument", "[frontend][parser]") {
-  auto f = frontend::parse(
-      "model M {\n}\ntrain M {\n data = cifar10(normalize: mean (0.5, 0.4, 0.3), std (0.2))\n}\n", "t.dnn");
+  auto f = frontend::parse("model M {\n}\ntrain M {\n data = cifar10(normalize: mean (0.5, 0.4, 0.3), std (0.2))\n}\n",
+                           "t.dnn");
   REQUIRE(f.train);
   const auto& data = *f.train->entries[0].value;
   REQUIRE(data.args.size() == 1);
@@ -109,8 +109,8 @@ TEST_CASE("parser: nesting up to the depth limit parses, one more level is an er
                    std::string(static_cast<size_t>(ok_levels), ')') + "\n}";
   CHECK(error_of(ok) == "no error");
   std::string deep = "model M {\n x = " + std::string(100000, '(') + "1" + std::string(100000, ')') + "\n}";
-  CHECK(error_of(deep) == "2:" + std::to_string(6 + frontend::kMaxExprDepth) +
-                              " expression nested too deeply: more than 256 levels");
+  CHECK(error_of(deep) ==
+        "2:" + std::to_string(6 + frontend::kMaxExprDepth) + " expression nested too deeply: more than 256 levels");
 }
 
 TEST_CASE("parser: long operator chains count toward the depth limit", "[frontend][parser]") {

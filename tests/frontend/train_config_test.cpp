@@ -29,14 +29,14 @@ TEST_CASE("train: seed defaults to 0 and data is optional", "[frontend][train]")
 
 TEST_CASE("train: sgd fills every PyTorch default", "[frontend][train]") {
   ir::TrainConfig t = train("  batch = 8\n  epochs = 1\n  optimizer = sgd()");
-  CHECK(t.optimizer.attrs == ir::Attrs{{"lr", 0.001}, {"momentum", 0.0}, {"dampening", 0.0},
-                                       {"weight_decay", 0.0}, {"nesterov", false}});
+  CHECK(t.optimizer.attrs ==
+        ir::Attrs{{"lr", 0.001}, {"momentum", 0.0}, {"dampening", 0.0}, {"weight_decay", 0.0}, {"nesterov", false}});
 }
 
 TEST_CASE("train: sgd arguments may be positional in PyTorch's order", "[frontend][train]") {
   ir::TrainConfig t = train("  batch = 8\n  epochs = 1\n  optimizer = sgd(0.05, 0.9, 0, 1e-4, true)");
-  CHECK(t.optimizer.attrs == ir::Attrs{{"lr", 0.05}, {"momentum", 0.9}, {"dampening", 0.0},
-                                       {"weight_decay", 1e-4}, {"nesterov", true}});
+  CHECK(t.optimizer.attrs ==
+        ir::Attrs{{"lr", 0.05}, {"momentum", 0.9}, {"dampening", 0.0}, {"weight_decay", 1e-4}, {"nesterov", true}});
 }
 
 TEST_CASE("train: adamw defaults weight_decay to 0.01, adam to 0; betas split into beta1/beta2", "[frontend][train]") {
@@ -50,8 +50,9 @@ TEST_CASE("train: adamw defaults weight_decay to 0.01, adam to 0; betas split in
 }
 
 TEST_CASE("train: a single normalize value applies to every channel", "[frontend][train]") {
-  ir::TrainConfig t = train("  data = cifar10(normalize: mean (0.5), std (0.25, 0.5, 0.75))\n"
-                            "  batch = 8\n  epochs = 1\n  optimizer = sgd()");
+  ir::TrainConfig t = train(
+      "  data = cifar10(normalize: mean (0.5), std (0.25, 0.5, 0.75))\n"
+      "  batch = 8\n  epochs = 1\n  optimizer = sgd()");
   CHECK(t.data.dataset == "cifar10");
   CHECK(t.data.mean == std::vector<double>{0.5, 0.5, 0.5});
   CHECK(t.data.std == std::vector<double>{0.25, 0.5, 0.75});
