@@ -100,3 +100,18 @@ TEST_CASE("parser: duplicate graph and graph input", "[ir][parser]") {
   CHECK(parse_error("module M {\n  graph g(%x: f32[], %x: f32[]) {\n return\n }\n}") ==
         "bad.ir:2:22: error: redefinition of value %x");
 }
+
+TEST_CASE("parser: every truncation of a valid module fails with a located CompileError", "[ir][parser]") {
+  const std::string text = kHead +
+                           "    %y, %z = custom(%x, @w) {a=[1,2], b=-0.5, c=\"s\"} : f32[N,4], i64[] loc(4:5)\n"
+                           "    return %y\n    update @w = %y\n  }\n}\n";
+  REQUIRE(parse_error(text) == "no error");
+  // Cutting anywhere before the final '}' leaves something unfinished.
+  for (size_t cut = 0; cut < text.rfind('}'); ++cut) {
+    std::string prefix = text.substr(0, cut);
+    INFO("cut at " << cut << ": " << prefix);
+    std::string err = parse_error(prefix);
+    CHECK(err.rfind("bad.ir:", 0) == 0);
+    CHECK(err.find(": error: ") != std::string::npos);
+  }
+}
