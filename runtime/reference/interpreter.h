@@ -51,3 +51,9 @@ std::vector<Tensor> run_reference(const ir::Module& m, const ir::Graph& g,
                                   const RefOptions& opts = {}, ValueTrace* trace = nullptr);
 
 }  // namespace dnnc::runtime::reference
+
+namespace dnnc::runtime {
+// The param store is shared by every backend, the trainer and checkpoints (also declared in
+// runtime/backend.h).
+using reference::ParamStore;
+}  // namespace dnnc::runtime

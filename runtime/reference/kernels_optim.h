@@ -1,6 +1,7 @@
 // Reference kernels for the optimizer updates, transcribing torch.optim.SGD / Adam / AdamW
-// (single-tensor, foreach=False, CPU): tensor arithmetic in T, Python-float coefficients
-// computed in double and rounded to T where PyTorch rounds them.
+// (single-tensor, foreach=False, CPU): tensor arithmetic in T with PyTorch's fused
+// multiply-adds, Python-float coefficients computed in double and rounded to T where
+// PyTorch rounds them.
 #pragma once
 
 #include "runtime/reference/buf.h"
@@ -45,7 +46,8 @@ struct AdamOut {
 };
 
 /// One Adam/AdamW step with `step` the counter after this step's increment (>= 1):
-/// exp_avg.lerp_(g, 1-β1); exp_avg_sq = exp_avg_sq·β2 + (1-β2)·g²; bias corrections
+/// exp_avg = exp_avg·β1 + (1-β1)·g (torch 1.13's mul_/add_, not the later lerp_);
+/// exp_avg_sq = exp_avg_sq·β2 + (1-β2)·g²; bias corrections
 /// 1-β^step in double; param += -(lr/bc1) · exp_avg / (sqrt(exp_avg_sq)/sqrt(bc2) + eps).
 /// Throws on shape mismatches or step < 1.
 template <class T>
