@@ -63,8 +63,7 @@ std::string graph_diff(const Graph& a, const Graph& b) {
     if (!(x.loc == y.loc)) return fmt::format("{}: loc {} vs {}", where, loc_str(x.loc), loc_str(y.loc));
   }
   if (auto d = ids_diff(a, a.outputs, b, b.outputs, "output"); !d.empty()) return d;
-  if (a.updates.size() != b.updates.size())
-    return fmt::format("{} vs {} updates", a.updates.size(), b.updates.size());
+  if (a.updates.size() != b.updates.size()) return fmt::format("{} vs {} updates", a.updates.size(), b.updates.size());
   for (size_t i = 0; i < a.updates.size(); ++i) {
     if (a.updates[i].first != b.updates[i].first)
       return fmt::format("update {}: @{} vs @{}", i, a.updates[i].first, b.updates[i].first);
@@ -124,7 +123,8 @@ std::string module_diff(const Module& a, const Module& b) {
   if (auto d = train_diff(a.train, b.train); !d.empty()) return d;
   if (a.graphs.size() != b.graphs.size()) return fmt::format("{} vs {} graphs", a.graphs.size(), b.graphs.size());
   for (size_t i = 0; i < a.graphs.size(); ++i)
-    if (auto d = graph_diff(a.graphs[i], b.graphs[i]); !d.empty()) return fmt::format("graph '{}': {}", a.graphs[i].name, d);
+    if (auto d = graph_diff(a.graphs[i], b.graphs[i]); !d.empty())
+      return fmt::format("graph '{}': {}", a.graphs[i].name, d);
   return {};
 }
 

@@ -67,7 +67,8 @@ std::string to_dot(const Graph& g, const Module& m) {
   for (size_t k = 0; k < g.nodes.size(); ++k)
     for (ValueId i : g.nodes[k].inputs) out += fmt::format("  {} -> n{};\n", from(i), k);
   out += "  ret [shape=doubleoctagon, label=\"return\"];\n";
-  for (size_t i = 0; i < g.outputs.size(); ++i) out += fmt::format("  {} -> ret [label=\"{}\"];\n", from(g.outputs[i]), i);
+  for (size_t i = 0; i < g.outputs.size(); ++i)
+    out += fmt::format("  {} -> ret [label=\"{}\"];\n", from(g.outputs[i]), i);
   for (const auto& [param, id] : g.updates) {
     std::string target;
     for (size_t i = 0; i < g.values.size(); ++i)

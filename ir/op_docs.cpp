@@ -21,7 +21,8 @@ std::string render_ops_markdown() {
       "|---|---|---|---|---|---|---|\n";
   for (const OpDef* op : all_ops()) {
     std::string operands, attrs;
-    for (const OperandSpec& o : op->operands) operands += (operands.empty() ? "" : ", ") + o.name + (o.optional ? "?" : "");
+    for (const OperandSpec& o : op->operands)
+      operands += (operands.empty() ? "" : ", ") + o.name + (o.optional ? "?" : "");
     for (const AttrSpec& a : op->attrs)
       attrs += fmt::format("{}{} {} ({})", attrs.empty() ? "" : ", ", a.name, attr_kind_name(a.kind),
                            a.default_value ? attr_to_string(*a.default_value) : "required");

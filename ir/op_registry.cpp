@@ -12,11 +12,16 @@ namespace dnnc::ir {
 
 const char* fusion_class_name(FusionClass c) {
   switch (c) {
-    case FusionClass::elementwise: return "elementwise";
-    case FusionClass::broadcast: return "broadcast";
-    case FusionClass::injective: return "injective";
-    case FusionClass::reduction: return "reduction";
-    case FusionClass::opaque: return "opaque";
+    case FusionClass::elementwise:
+      return "elementwise";
+    case FusionClass::broadcast:
+      return "broadcast";
+    case FusionClass::injective:
+      return "injective";
+    case FusionClass::reduction:
+      return "reduction";
+    case FusionClass::opaque:
+      return "opaque";
   }
   return "?";
 }
@@ -75,8 +80,8 @@ Attrs complete_attrs(const OpDef& op, const Attrs& attrs) {
     if (!spec) {
       std::string known;
       for (const AttrSpec& s : op.attrs) known += (known.empty() ? "" : ", ") + s.name;
-      throw ShapeError(fmt::format("{}: unknown attribute '{}'; expected one of {{{}}}, found '{}'", op.name, key,
-                                   known, key));
+      throw ShapeError(
+          fmt::format("{}: unknown attribute '{}'; expected one of {{{}}}, found '{}'", op.name, key, known, key));
     }
     AttrKind kind = attr_kind(value);
     if (kind == spec->kind) {
@@ -107,8 +112,8 @@ std::vector<TensorType> infer_types(const OpDef& op, const std::vector<TensorTyp
   size_t total = op.operands.size();
   if (operands.size() < required || operands.size() > total) {
     std::string expected = required == total ? std::to_string(total) : fmt::format("{} to {}", required, total);
-    throw ShapeError(fmt::format("{}: wrong number of operands; expected {}, found {}", op.name, expected,
-                                 operands.size()));
+    throw ShapeError(
+        fmt::format("{}: wrong number of operands; expected {}, found {}", op.name, expected, operands.size()));
   }
   std::vector<TensorType> out = op.infer(operands, complete_attrs(op, attrs));
   assert(!out.empty() && static_cast<int>(out.size()) <= op.num_outputs &&

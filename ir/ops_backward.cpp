@@ -14,9 +14,9 @@ const std::vector<Layout> kRowOrNhwc = {Layout::row_major, Layout::nhwc};
 void expect_type(const std::string& op, const std::string& what, const TensorType& t, const TensorType& like,
                  int operand) {
   if (t == like) return;
-  throw ShapeError(fmt::format("{}: {} has the wrong type; expected {}, found {}", op, what, to_string(like),
-                               to_string(t)),
-                   operand);
+  throw ShapeError(
+      fmt::format("{}: {} has the wrong type; expected {}, found {}", op, what, to_string(like), to_string(t)),
+      operand);
 }
 
 // (dy, x or y) -> like dy: dy and the saved tensor have the same f32 type.
@@ -64,9 +64,10 @@ int64_t checked_groups(const std::string& op, const Attrs& attrs, Dim in_channel
   int64_t g = attr_int(attrs, "groups");
   if (g < 1) throw ShapeError(fmt::format("{}: attribute 'groups' must be >= 1; expected >= 1, found {}", op, g));
   if (in_channels % g != 0 || out_channels % g != 0)
-    throw ShapeError(fmt::format("{}: channels {} (in) and {} (out) must be divisible by groups; expected multiples "
-                                 "of {}, found {} and {}",
-                                 op, in_channels, out_channels, g, in_channels, out_channels));
+    throw ShapeError(
+        fmt::format("{}: channels {} (in) and {} (out) must be divisible by groups; expected multiples "
+                    "of {}, found {} and {}",
+                    op, in_channels, out_channels, g, in_channels, out_channels));
   return g;
 }
 
@@ -139,8 +140,8 @@ Types layernorm_backward_rule(const Types& in, const Attrs& attrs) {
   // The forward rule checks x, weight and normalized_shape and gives the saved statistics' type.
   Types fwd;
   try {
-    fwd = find_op("layernorm")->infer({in[1], in[2], in[2]}, Attrs{{"normalized_shape", attrs.at("normalized_shape")},
-                                                                   {"eps", 1e-5}});
+    fwd = find_op("layernorm")
+              ->infer({in[1], in[2], in[2]}, Attrs{{"normalized_shape", attrs.at("normalized_shape")}, {"eps", 1e-5}});
   } catch (const ShapeError& e) {
     throw ShapeError(fmt::format("{}: {}", op, e.what()), e.operand() < 0 ? -1 : std::min(e.operand() + 1, 2));
   }
@@ -158,9 +159,9 @@ void register_backward_ops(OpTable& t) {
     const char* saved;
     const char* summary;
   };
-  for (Ew e : {Ew{"relu_backward", "x", "dy * (x > 0)"}, Ew{"tanh_backward", "y", "dy * (1 - y*y)"},
-               Ew{"sigmoid_backward", "y", "dy * y * (1 - y)"},
-               Ew{"gelu_backward", "x", "dy * (Phi(x) + x * phi(x))"}}) {
+  for (Ew e :
+       {Ew{"relu_backward", "x", "dy * (x > 0)"}, Ew{"tanh_backward", "y", "dy * (1 - y*y)"},
+        Ew{"sigmoid_backward", "y", "dy * y * (1 - y)"}, Ew{"gelu_backward", "x", "dy * (Phi(x) + x * phi(x))"}}) {
     t.add({.name = e.name,
            .operands = {operand("dy"), operand(e.saved)},
            .attrs = {},

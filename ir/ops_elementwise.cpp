@@ -38,8 +38,7 @@ ShapeRule binary(std::string op) {
     expect_dtype(op, "b", b, DType::f32, 1);
     Shape out = broadcast_shapes(op, a.shape, b.shape);
     Layout layout = a.shape == out ? a.layout : b.shape == out ? b.layout : Layout::row_major;
-    for (int i = 0; i < 2; ++i)
-      expect_layout_in(op, i == 0 ? "a" : "b", in[i], {Layout::row_major, layout}, i);
+    for (int i = 0; i < 2; ++i) expect_layout_in(op, i == 0 ? "a" : "b", in[i], {Layout::row_major, layout}, i);
     return {TensorType{DType::f32, out, layout}};
   };
 }
@@ -49,12 +48,10 @@ Types reduce_sum_rule(const Types& in, const Attrs& attrs) {
   expect_dtype("reduce_sum", "input", x, DType::f32, 0);
   expect_row_major("reduce_sum", "input", x, 0);
   const auto& axes = attr_ints(attrs, "axes");
-  if (axes.empty())
-    throw ShapeError("reduce_sum: attribute 'axes' must not be empty; expected >= 1 axes, found 0");
+  if (axes.empty()) throw ShapeError("reduce_sum: attribute 'axes' must not be empty; expected >= 1 axes, found 0");
   std::vector<bool> reduced(x.shape.size(), false);
   for (int64_t a : axes) {
-    if (x.rank() == 0)
-      throw ShapeError("reduce_sum: cannot reduce a scalar; expected rank >= 1, found rank 0", 0);
+    if (x.rank() == 0) throw ShapeError("reduce_sum: cannot reduce a scalar; expected rank >= 1, found rank 0", 0);
     int64_t n = normalize_axis("reduce_sum", "axes", a, x.rank());
     if (reduced[static_cast<size_t>(n)])
       throw ShapeError(fmt::format("reduce_sum: axis {} is listed twice; expected distinct axes, found {}", n,
@@ -64,8 +61,10 @@ Types reduce_sum_rule(const Types& in, const Attrs& attrs) {
   bool keepdim = attr_bool(attrs, "keepdim");
   Shape out;
   for (size_t i = 0; i < x.shape.size(); ++i) {
-    if (!reduced[i]) out.push_back(x.shape[i]);
-    else if (keepdim) out.push_back(1);
+    if (!reduced[i])
+      out.push_back(x.shape[i]);
+    else if (keepdim)
+      out.push_back(1);
   }
   return {TensorType{DType::f32, out, Layout::row_major}};
 }
@@ -115,18 +114,17 @@ void register_elementwise_ops(OpTable& t) {
            .num_outputs = 1,
            .fusion = FusionClass::broadcast,
            .infer = binary(name),
-           .summary = fmt::format("a {} b with numpy broadcasting",
-                                  std::string(name) == "add"   ? "+"
-                                  : std::string(name) == "sub" ? "-"
-                                  : std::string(name) == "mul" ? "*"
-                                                               : "/")});
+           .summary = fmt::format("a {} b with numpy broadcasting", std::string(name) == "add"   ? "+"
+                                                                    : std::string(name) == "sub" ? "-"
+                                                                    : std::string(name) == "mul" ? "*"
+                                                                                                 : "/")});
   }
   struct Scalar {
     const char* name;
     const char* summary;
   };
-  for (Scalar s : {Scalar{"add_scalar", "x + value"}, Scalar{"mul_scalar", "x * value"},
-                   Scalar{"div_scalar", "x / value"}}) {
+  for (Scalar s :
+       {Scalar{"add_scalar", "x + value"}, Scalar{"mul_scalar", "x * value"}, Scalar{"div_scalar", "x / value"}}) {
     t.add({.name = s.name,
            .operands = {operand("x")},
            .attrs = {required("value", AttrKind::float_)},

@@ -139,9 +139,10 @@ Types batchnorm2d_rule(const Types& in, const Attrs& attrs) {
   Dim c = batchnorm_check("batchnorm2d", in, attrs);
   double m = attr_float(attrs, "momentum");
   if (!(m >= 0.0 && m <= 1.0))
-    throw ShapeError(fmt::format("batchnorm2d: attribute 'momentum' must be in [0, 1]; expected a value in [0, 1], "
-                                 "found {}",
-                                 attr_to_string(m)));
+    throw ShapeError(
+        fmt::format("batchnorm2d: attribute 'momentum' must be in [0, 1]; expected a value in [0, 1], "
+                    "found {}",
+                    attr_to_string(m)));
   TensorType stat = f32({c});
   return {in[0], stat, stat, stat, stat};
 }
@@ -252,22 +253,22 @@ void register_nn_ops(OpTable& t) {
          .fusion = FusionClass::elementwise,
          .infer = dropout_rule,
          .summary = "y = x * mask, mask = 0 or 1/(1-p) from a hash of (seed, step, index); outputs y, mask"});
-  t.add({.name = "batchnorm2d",
-         .operands = {operand("x"), operand("weight"), operand("bias"), operand("running_mean"),
-                      operand("running_var")},
-         .attrs = {opt_float("eps", 1e-5), opt_float("momentum", 0.1)},
-         .num_outputs = 5,
-         .fusion = FusionClass::opaque,
-         .infer = batchnorm2d_rule,
-         .summary = "training batch norm; outputs y, batch mean, invstd, new running_mean, new running_var"});
-  t.add({.name = "batchnorm2d_infer",
-         .operands = {operand("x"), operand("weight"), operand("bias"), operand("running_mean"),
-                      operand("running_var")},
-         .attrs = {opt_float("eps", 1e-5)},
-         .num_outputs = 1,
-         .fusion = FusionClass::broadcast,
-         .infer = batchnorm2d_infer_rule,
-         .summary = "inference batch norm from the running statistics"});
+  t.add(
+      {.name = "batchnorm2d",
+       .operands = {operand("x"), operand("weight"), operand("bias"), operand("running_mean"), operand("running_var")},
+       .attrs = {opt_float("eps", 1e-5), opt_float("momentum", 0.1)},
+       .num_outputs = 5,
+       .fusion = FusionClass::opaque,
+       .infer = batchnorm2d_rule,
+       .summary = "training batch norm; outputs y, batch mean, invstd, new running_mean, new running_var"});
+  t.add(
+      {.name = "batchnorm2d_infer",
+       .operands = {operand("x"), operand("weight"), operand("bias"), operand("running_mean"), operand("running_var")},
+       .attrs = {opt_float("eps", 1e-5)},
+       .num_outputs = 1,
+       .fusion = FusionClass::broadcast,
+       .infer = batchnorm2d_infer_rule,
+       .summary = "inference batch norm from the running statistics"});
   t.add({.name = "layernorm",
          .operands = {operand("x"), operand("weight"), operand("bias")},
          .attrs = {required("normalized_shape", AttrKind::ints), opt_float("eps", 1e-5)},

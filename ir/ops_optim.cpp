@@ -12,16 +12,16 @@ using Types = std::vector<TensorType>;
 void expect_like_param(const std::string& op, const std::string& what, const TensorType& t, const TensorType& param,
                        int operand) {
   if (t == param) return;
-  throw ShapeError(fmt::format("{}: {} must have the param's type; expected {}, found {}", op, what,
-                               to_string(param), to_string(t)),
-                   operand);
+  throw ShapeError(
+      fmt::format("{}: {} must have the param's type; expected {}, found {}", op, what, to_string(param), to_string(t)),
+      operand);
 }
 
 void expect_at_least(const std::string& op, const Attrs& attrs, const std::string& name, double lo) {
   double v = attr_float(attrs, name);
   if (!(v >= lo))
-    throw ShapeError(fmt::format("{}: invalid {}; expected >= {}, found {}", op, name, attr_to_string(lo),
-                                 attr_to_string(v)));
+    throw ShapeError(
+        fmt::format("{}: invalid {}; expected >= {}, found {}", op, name, attr_to_string(lo), attr_to_string(v)));
 }
 
 // Outputs: new param, plus the new momentum buffer when momentum != 0. With momentum the
@@ -37,15 +37,15 @@ Types sgd_update_rule(const Types& in, const Attrs& attrs) {
   expect_at_least(op, attrs, "weight_decay", 0.0);
   double momentum = attr_float(attrs, "momentum");
   if (attr_bool(attrs, "nesterov") && (momentum <= 0.0 || attr_float(attrs, "dampening") != 0.0))
-    throw ShapeError(fmt::format("{}: nesterov momentum requires a momentum and zero dampening; expected momentum > 0 "
-                                 "and dampening 0, found momentum {} and dampening {}",
-                                 op, attr_to_string(momentum), attr_to_string(attr_float(attrs, "dampening"))));
+    throw ShapeError(
+        fmt::format("{}: nesterov momentum requires a momentum and zero dampening; expected momentum > 0 "
+                    "and dampening 0, found momentum {} and dampening {}",
+                    op, attr_to_string(momentum), attr_to_string(attr_float(attrs, "dampening"))));
   size_t expected = momentum != 0.0 ? 4 : 2;
   if (in.size() != expected)
-    throw ShapeError(fmt::format("{}: with momentum {} the operands are {}; expected {} operands, found {}", op,
-                                 attr_to_string(momentum),
-                                 momentum != 0.0 ? "(param, grad, momentum_buf, step)" : "(param, grad)", expected,
-                                 in.size()));
+    throw ShapeError(fmt::format(
+        "{}: with momentum {} the operands are {}; expected {} operands, found {}", op, attr_to_string(momentum),
+        momentum != 0.0 ? "(param, grad, momentum_buf, step)" : "(param, grad)", expected, in.size()));
   if (momentum == 0.0) return {param};
   expect_like_param(op, "momentum_buf", in[2], param, 2);
   expect_f32_scalar(op, "step", in[3], 3);
@@ -66,7 +66,8 @@ Types adam_update_rule(const Types& in, const Attrs& attrs) {
   for (const char* beta : {"beta1", "beta2"}) {
     double b = attr_float(attrs, beta);
     if (!(b >= 0.0 && b < 1.0))
-      throw ShapeError(fmt::format("{}: invalid {}; expected a value in [0, 1), found {}", op, beta, attr_to_string(b)));
+      throw ShapeError(
+          fmt::format("{}: invalid {}; expected a value in [0, 1), found {}", op, beta, attr_to_string(b)));
   }
   return {param, param, param};
 }

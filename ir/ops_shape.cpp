@@ -19,15 +19,15 @@ Types flatten_rule(const Types& in, const Attrs& attrs) {
   int64_t end = normalize_axis("flatten", "end_dim", attr_int(attrs, "end_dim"), rank);
   if (rank == 0) return {TensorType{x.dtype, {1}, Layout::row_major}};
   if (start > end)
-    throw ShapeError(fmt::format("flatten: start_dim cannot come after end_dim; expected start_dim <= {}, found {}",
-                                 end, start));
+    throw ShapeError(
+        fmt::format("flatten: start_dim cannot come after end_dim; expected start_dim <= {}, found {}", end, start));
   if (start == end) return {TensorType{x.dtype, x.shape, Layout::row_major}};
   for (int64_t i = start; i <= end; ++i)
-      if (x.shape[static_cast<size_t>(i)] == kBatch)
-        throw ShapeError(fmt::format("flatten: dims {}..{} of {} include the batch dim (index {}), which cannot be "
-                                     "flattened into another dim; expected start_dim > {}, found {}",
-                                     start, end, shape_to_string(x.shape), i, i, start),
-                         0);
+    if (x.shape[static_cast<size_t>(i)] == kBatch)
+      throw ShapeError(fmt::format("flatten: dims {}..{} of {} include the batch dim (index {}), which cannot be "
+                                   "flattened into another dim; expected start_dim > {}, found {}",
+                                   start, end, shape_to_string(x.shape), i, i, start),
+                       0);
   Shape out(x.shape.begin(), x.shape.begin() + start);
   out.push_back(concrete_numel(x.shape, static_cast<size_t>(start), static_cast<size_t>(end + 1)));
   out.insert(out.end(), x.shape.begin() + end + 1, x.shape.end());
@@ -40,9 +40,9 @@ int64_t batch_index(const std::string& op, const std::string& what, const Shape&
   for (size_t i = 0; i < s.size(); ++i) {
     if (s[i] != kBatch) continue;
     if (at >= 0)
-      throw ShapeError(fmt::format("{}: {} has the batch dim twice; expected at most one, found {}", op, what,
-                                   shape_to_string(s)),
-                       operand);
+      throw ShapeError(
+          fmt::format("{}: {} has the batch dim twice; expected at most one, found {}", op, what, shape_to_string(s)),
+          operand);
     at = static_cast<int64_t>(i);
   }
   return at;
@@ -55,25 +55,28 @@ Types reshape_rule(const Types& in, const Attrs& attrs) {
   Shape target(target_attr.begin(), target_attr.end());
   for (Dim d : target)
     if (d < kBatch)
-      throw ShapeError(fmt::format("reshape: shape entries must be sizes >= 0 or -1 (the batch dim); expected >= -1, "
-                                   "found {}",
-                                   d));
+      throw ShapeError(
+          fmt::format("reshape: shape entries must be sizes >= 0 or -1 (the batch dim); expected >= -1, "
+                      "found {}",
+                      d));
   int64_t bi = batch_index("reshape", "input", x.shape, 0);
   int64_t bt = batch_index("reshape", "attribute 'shape'", target, -1);
   auto count = [](const Shape& s) { return concrete_numel(s, 0, s.size()); };
   if (bi < 0 && bt >= 0)
-    throw ShapeError(fmt::format("reshape: -1 in 'shape' stands for the batch dim but the input {} has none; "
-                                 "expected no -1, found {}",
-                                 shape_to_string(x.shape), attr_to_string(target_attr)));
+    throw ShapeError(
+        fmt::format("reshape: -1 in 'shape' stands for the batch dim but the input {} has none; "
+                    "expected no -1, found {}",
+                    shape_to_string(x.shape), attr_to_string(target_attr)));
   if (bi >= 0 && bt < 0)
-    throw ShapeError(fmt::format("reshape: the input {} has the batch dim, which cannot be reshaped into another "
-                                 "dim; expected one -1 in 'shape', found {}",
-                                 shape_to_string(x.shape), attr_to_string(target_attr)));
+    throw ShapeError(
+        fmt::format("reshape: the input {} has the batch dim, which cannot be reshaped into another "
+                    "dim; expected one -1 in 'shape', found {}",
+                    shape_to_string(x.shape), attr_to_string(target_attr)));
   if (count(x.shape) != count(target))
-    throw ShapeError(fmt::format("reshape: cannot reshape {} into {}; expected {} elements{}, found {}",
-                                 shape_to_string(x.shape), shape_to_string(target), count(x.shape),
-                                 bi >= 0 ? " per batch item" : "", count(target)),
-                     0);
+    throw ShapeError(
+        fmt::format("reshape: cannot reshape {} into {}; expected {} elements{}, found {}", shape_to_string(x.shape),
+                    shape_to_string(target), count(x.shape), bi >= 0 ? " per batch item" : "", count(target)),
+        0);
   if (bi >= 0) {
     // The batch dim must stay an axis of its own: equal element counts on each side of it.
     int64_t before_in = concrete_numel(x.shape, 0, static_cast<size_t>(bi));

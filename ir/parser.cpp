@@ -168,10 +168,14 @@ class Parser {
     p.type = parse_type();
     const Token& role = peek();
     if (role.kind != Tok::ident) error(role, "a param role (weight, buffer or optimizer_state)");
-    if (role.text == "weight") p.role = ParamRole::weight;
-    else if (role.text == "buffer") p.role = ParamRole::buffer;
-    else if (role.text == "optimizer_state") p.role = ParamRole::optimizer_state;
-    else error(role, "a param role (weight, buffer or optimizer_state)");
+    if (role.text == "weight")
+      p.role = ParamRole::weight;
+    else if (role.text == "buffer")
+      p.role = ParamRole::buffer;
+    else if (role.text == "optimizer_state")
+      p.role = ParamRole::optimizer_state;
+    else
+      error(role, "a param role (weight, buffer or optimizer_state)");
     advance();
     if (at_keyword("init")) {
       advance();
@@ -228,8 +232,10 @@ class Parser {
     std::vector<int64_t> ints;
     std::vector<double> floats;
     for (const Token& i : items) {
-      if (any_float) floats.push_back(token_double(i));
-      else ints.push_back(token_int(i));
+      if (any_float)
+        floats.push_back(token_double(i));
+      else
+        ints.push_back(token_int(i));
     }
     if (any_float) return floats;
     return ints;
@@ -255,9 +261,12 @@ class Parser {
         } else if (k == "mean" || k == "std") {
           AttrValue v = parse_attr_value();
           std::vector<double> xs;
-          if (auto* f = std::get_if<std::vector<double>>(&v)) xs = *f;
-          else if (auto* i = std::get_if<std::vector<int64_t>>(&v)) xs.assign(i->begin(), i->end());
-          else error_at(key.loc, fmt::format("expected a list of numbers for '{}', found {}", k, attr_to_string(v)));
+          if (auto* f = std::get_if<std::vector<double>>(&v))
+            xs = *f;
+          else if (auto* i = std::get_if<std::vector<int64_t>>(&v))
+            xs.assign(i->begin(), i->end());
+          else
+            error_at(key.loc, fmt::format("expected a list of numbers for '{}', found {}", k, attr_to_string(v)));
           (k == "mean" ? t.data.mean : t.data.std) = xs;
         } else if (k == "batch") {
           t.batch = parse_int("an integer batch size");

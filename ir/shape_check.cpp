@@ -11,23 +11,22 @@ std::string dim_to_string(Dim d) { return d == kBatch ? "N" : std::to_string(d);
 
 void expect_rank(const std::string& op, const std::string& what, const TensorType& t, int64_t rank, int operand) {
   if (t.rank() == rank) return;
-  throw ShapeError(fmt::format("{}: {} must have rank {}; expected rank {}, found rank {} ({})", op, what, rank,
-                               rank, t.rank(), to_string(t)),
+  throw ShapeError(fmt::format("{}: {} must have rank {}; expected rank {}, found rank {} ({})", op, what, rank, rank,
+                               t.rank(), to_string(t)),
                    operand);
 }
 
-void expect_min_rank(const std::string& op, const std::string& what, const TensorType& t, int64_t rank,
-                     int operand) {
+void expect_min_rank(const std::string& op, const std::string& what, const TensorType& t, int64_t rank, int operand) {
   if (t.rank() >= rank) return;
-  throw ShapeError(fmt::format("{}: {} must have rank >= {}; expected rank >= {}, found rank {} ({})", op, what,
-                               rank, rank, t.rank(), to_string(t)),
+  throw ShapeError(fmt::format("{}: {} must have rank >= {}; expected rank >= {}, found rank {} ({})", op, what, rank,
+                               rank, t.rank(), to_string(t)),
                    operand);
 }
 
 void expect_dtype(const std::string& op, const std::string& what, const TensorType& t, DType dtype, int operand) {
   if (t.dtype == dtype) return;
-  throw ShapeError(fmt::format("{}: {} has the wrong element type; expected {}, found {}", op, what,
-                               dtype_name(dtype), dtype_name(t.dtype)),
+  throw ShapeError(fmt::format("{}: {} has the wrong element type; expected {}, found {}", op, what, dtype_name(dtype),
+                               dtype_name(t.dtype)),
                    operand);
 }
 
@@ -40,16 +39,16 @@ void expect_layout_in(const std::string& op, const std::string& what, const Tens
   if (std::find(allowed.begin(), allowed.end(), t.layout) != allowed.end()) return;
   std::string names;
   for (size_t i = 0; i < allowed.size(); ++i) names += (i ? " or " : "") + std::string(layout_name(allowed[i]));
-  throw ShapeError(fmt::format("{}: {} has an unsupported layout; expected {}, found {}", op, what, names,
-                               layout_name(t.layout)),
-                   operand);
+  throw ShapeError(
+      fmt::format("{}: {} has an unsupported layout; expected {}, found {}", op, what, names, layout_name(t.layout)),
+      operand);
 }
 
 void expect_shape(const std::string& op, const std::string& what, const TensorType& t, const Shape& shape,
                   int operand) {
   if (t.shape == shape) return;
-  throw ShapeError(fmt::format("{}: {} has the wrong shape; expected {}, found {}", op, what,
-                               shape_to_string(shape), shape_to_string(t.shape)),
+  throw ShapeError(fmt::format("{}: {} has the wrong shape; expected {}, found {}", op, what, shape_to_string(shape),
+                               shape_to_string(t.shape)),
                    operand);
 }
 
@@ -61,16 +60,16 @@ void expect_f32_scalar(const std::string& op, const std::string& what, const Ten
 void expect_batch_leading(const std::string& op, const std::string& what, const TensorType& t, int operand) {
   for (size_t i = 1; i < t.shape.size(); ++i)
     if (t.shape[i] == kBatch)
-      throw ShapeError(fmt::format("{}: {} has the batch dim at index {}; expected it only at index 0, found {}",
-                                   op, what, i, shape_to_string(t.shape)),
+      throw ShapeError(fmt::format("{}: {} has the batch dim at index {}; expected it only at index 0, found {}", op,
+                                   what, i, shape_to_string(t.shape)),
                        operand);
 }
 
 int64_t normalize_axis(const std::string& op, const std::string& attr, int64_t axis, int64_t rank) {
   int64_t lo = rank == 0 ? -1 : -rank, hi = rank == 0 ? 0 : rank - 1;
   if (axis < lo || axis > hi)
-    throw ShapeError(fmt::format("{}: attribute '{}' is out of range; expected a value in [{}, {}], found {}", op,
-                                 attr, lo, hi, axis));
+    throw ShapeError(fmt::format("{}: attribute '{}' is out of range; expected a value in [{}, {}], found {}", op, attr,
+                                 lo, hi, axis));
   return axis < 0 ? axis + std::max<int64_t>(rank, 1) : axis;
 }
 
@@ -86,11 +85,11 @@ Shape broadcast_shapes(const std::string& op, const Shape& a, const Shape& b) {
     } else if (da == 1) {
       out[i] = db;
     } else {
-      throw ShapeError(fmt::format("{}: shapes {} and {} are not broadcastable at dim {} (counted from the right); "
-                                   "expected {} or 1, found {}",
-                                   op, shape_to_string(a), shape_to_string(b), n - i, dim_to_string(da),
-                                   dim_to_string(db)),
-                       1);
+      throw ShapeError(
+          fmt::format("{}: shapes {} and {} are not broadcastable at dim {} (counted from the right); "
+                      "expected {} or 1, found {}",
+                      op, shape_to_string(a), shape_to_string(b), n - i, dim_to_string(da), dim_to_string(db)),
+          1);
     }
   }
   return out;
@@ -113,8 +112,8 @@ std::array<int64_t, 2> pool_stride(const std::string& op, const Attrs& attrs) {
   return pair_attr(op, attrs, "stride", 1);
 }
 
-int64_t window_out_dim(const std::string& op, const char* axis, int64_t in, int64_t kernel, int64_t stride,
-                       int64_t pad, int64_t dilation, int operand) {
+int64_t window_out_dim(const std::string& op, const char* axis, int64_t in, int64_t kernel, int64_t stride, int64_t pad,
+                       int64_t dilation, int operand) {
   if (in == kBatch)
     throw ShapeError(fmt::format("{}: the {} dim cannot be the batch dim; expected a size, found N", op, axis),
                      operand);

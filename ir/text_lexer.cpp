@@ -139,14 +139,21 @@ std::vector<Token> lex(const std::string& text, const std::string& filename) { r
 
 std::string describe(const Token& t) {
   switch (t.kind) {
-    case Tok::ident: return fmt::format("identifier '{}'", t.text);
+    case Tok::ident:
+      return fmt::format("identifier '{}'", t.text);
     case Tok::integer:
-    case Tok::floating: return fmt::format("number {}", t.text);
-    case Tok::string: return fmt::format("string \"{}\"", t.text);
-    case Tok::value: return fmt::format("value %{}", t.text);
-    case Tok::param: return fmt::format("param @{}", t.text);
-    case Tok::punct: return fmt::format("'{}'", t.text);
-    case Tok::end: return "end of input";
+    case Tok::floating:
+      return fmt::format("number {}", t.text);
+    case Tok::string:
+      return fmt::format("string \"{}\"", t.text);
+    case Tok::value:
+      return fmt::format("value %{}", t.text);
+    case Tok::param:
+      return fmt::format("param @{}", t.text);
+    case Tok::punct:
+      return fmt::format("'{}'", t.text);
+    case Tok::end:
+      return "end of input";
   }
   return "?";
 }

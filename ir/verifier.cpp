@@ -13,7 +13,8 @@ namespace {
 std::string type_problem(const TensorType& t) {
   for (Dim d : t.shape)
     if (d < kBatch) return fmt::format("dimension {} is negative", d);
-  if (t.layout == Layout::nhwc && t.rank() != 4) return fmt::format("layout nhwc needs rank 4, found rank {}", t.rank());
+  if (t.layout == Layout::nhwc && t.rank() != 4)
+    return fmt::format("layout nhwc needs rank 4, found rank {}", t.rank());
   if (t.layout == Layout::col_major && t.rank() != 2)
     return fmt::format("layout col_major needs rank 2, found rank {}", t.rank());
   return {};
@@ -27,8 +28,7 @@ class GraphVerifier {
     check_values();
     for (ValueId id : g_.inputs) {
       check_id(id, "graph input");
-      if (g_.value(id).kind != ValueKind::input)
-        fail(fmt::format("graph input {} is not an input value", vname(id)));
+      if (g_.value(id).kind != ValueKind::input) fail(fmt::format("graph input {} is not an input value", vname(id)));
       if (!defined_.insert(id).second) fail(fmt::format("graph input {} is listed twice", vname(id)));
     }
     for (size_t i = 0; i < g_.values.size(); ++i) {
@@ -105,8 +105,8 @@ class GraphVerifier {
       const Param* p = m_.param(v.name);
       if (!p) fail(fmt::format("value @{} reads a param the module does not have", v.name));
       if (p->type != v.type)
-        fail(fmt::format("value @{} has type {} but the module param has {}; expected {}, found {}", v.name,
-                         ts(v.type), ts(p->type), ts(p->type), ts(v.type)));
+        fail(fmt::format("value @{} has type {} but the module param has {}; expected {}, found {}", v.name, ts(v.type),
+                         ts(p->type), ts(p->type), ts(v.type)));
     }
   }
 

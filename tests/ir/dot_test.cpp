@@ -1,6 +1,7 @@
 // Tests of the Graphviz output: well-formed statements, escaped names, params drawn distinctly.
-#include <catch2/catch.hpp>
+#include "ir/dot.h"
 
+#include <catch2/catch.hpp>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -8,7 +9,6 @@
 #include <sstream>
 
 #include "fixtures.h"
-#include "ir/dot.h"
 #include "test_types.h"
 
 using namespace dnnc::ir;
@@ -34,8 +34,10 @@ void check_well_formed(const std::string& dot) {
     CHECK(l.back() == ';');
     int quotes = 0;
     for (size_t i = 0; i < l.size(); ++i) {
-      if (l[i] == '\\') ++i;
-      else if (l[i] == '"') ++quotes;
+      if (l[i] == '\\')
+        ++i;
+      else if (l[i] == '"')
+        ++quotes;
     }
     CHECK(quotes % 2 == 0);
   }

@@ -92,11 +92,10 @@ Module rich_module() {
   ValueId label = g.add_input("label", ty("i64[N]"));
   ValueId step = g.add_input("step", ty("f32[]"));
   auto p = [&](const std::string& n) { return g.param(n, m.param(n)->type); };
-  ValueId c = node(g, "conv2d", {x, p("conv.weight")}, {{"padding", std::vector<int64_t>{1, 1}}}, {"conv.out"},
-                   {7, 9})[0];
-  auto bn = node(g, "batchnorm2d",
-                 {c, p("bn.weight"), p("bn.bias"), p("bn.running_mean"), p("bn.running_var")}, {{"momentum", 0.25}},
-                 {"bn.y", "bn.mean", "bn.invstd", "bn.rm", "bn.rv"});
+  ValueId c =
+      node(g, "conv2d", {x, p("conv.weight")}, {{"padding", std::vector<int64_t>{1, 1}}}, {"conv.out"}, {7, 9})[0];
+  auto bn = node(g, "batchnorm2d", {c, p("bn.weight"), p("bn.bias"), p("bn.running_mean"), p("bn.running_var")},
+                 {{"momentum", 0.25}}, {"bn.y", "bn.mean", "bn.invstd", "bn.rm", "bn.rv"});
   ValueId r = node(g, "leaky_relu", {bn[0]}, {{"negative_slope", 0.1}})[0];
   ValueId pool = node(g, "maxpool2d", {r}, {{"kernel", std::vector<int64_t>{2, 2}}})[0];
   node(g, "sub", {pool, pool}, {});  // same layouts: stays nhwc
@@ -105,12 +104,13 @@ Module rich_module() {
   ValueId drop_in = node(g, "fill", {}, {{"value", -0.0}, {"shape", std::vector<int64_t>{-1, 8, 8, 8}}})[0];
   node(g, "add", {flat_in, drop_in}, {});  // nhwc + row_major broadcast operand: nhwc
   auto drop = node(g, "dropout", {drop_in, step}, {{"p", 0.1}, {"seed", int64_t{7}}}, {"drop.y", "drop.mask"});
-  ValueId flat = node(g, "flatten", {node(g, "reshape", {drop[0]}, {{"shape", std::vector<int64_t>{-1, 2, 256}}})[0]},
-                      {})[0];
+  ValueId flat =
+      node(g, "flatten", {node(g, "reshape", {drop[0]}, {{"shape", std::vector<int64_t>{-1, 2, 256}}})[0]}, {})[0];
   ValueId logits = node(g, "linear", {flat, p("fc.weight")}, {}, {"logits"})[0];
   ValueId loss = node(g, "cross_entropy", {logits, label}, {}, {"loss"})[0];
-  ValueId dw = node(g, "matmul", {node(g, "fill", {}, {{"value", 1.0}, {"shape", std::vector<int64_t>{-1, 10}}})[0], flat},
-                    {{"transpose_a", true}})[0];
+  ValueId dw =
+      node(g, "matmul", {node(g, "fill", {}, {{"value", 1.0}, {"shape", std::vector<int64_t>{-1, 10}}})[0], flat},
+           {{"transpose_a", true}})[0];
   ValueId dwt = node(g, "transpose", {dw}, {{"perm", std::vector<int64_t>{1, 0}}})[0];
   node(g, "transpose", {dwt}, {{"perm", std::vector<int64_t>{1, 0}}});
   // sgd_update with momentum on a col_major weight: grads must share the layout, so reuse the param.
@@ -122,8 +122,8 @@ Module rich_module() {
                    {{"decoupled", true}, {"weight_decay", 0.01}});
   ValueId next_step = node(g, "add_scalar", {p("optimizer step")}, {{"value", 1.0}}, {"step.next"})[0];
   g.outputs = {loss, bn[1], drop[1]};
-  g.updates = {{"fc.weight", sgd[0]},        {"fc.weight.momentum_buffer", sgd[1]}, {"bn.weight", adam[0]},
-               {"bn.weight.exp_avg", adam[1]}, {"bn.weight.exp_avg_sq", adam[2]},   {"bn.running_mean", bn[3]},
+  g.updates = {{"fc.weight", sgd[0]},          {"fc.weight.momentum_buffer", sgd[1]}, {"bn.weight", adam[0]},
+               {"bn.weight.exp_avg", adam[1]}, {"bn.weight.exp_avg_sq", adam[2]},     {"bn.running_mean", bn[3]},
                {"bn.running_var", bn[4]},      {"optimizer step", next_step}};
   m.graphs.push_back(std::move(g));
   Graph infer;

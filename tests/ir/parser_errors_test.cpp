@@ -77,8 +77,9 @@ TEST_CASE("parser: malformed attributes", "[ir][parser]") {
 }
 
 TEST_CASE("parser: lexical errors", "[ir][parser]") {
-  CHECK(parse_error("module M {\n  source \"abc\n}") == "bad.ir:2:10: error: unterminated string; expected '\"', "
-                                                       "found end of input");
+  CHECK(parse_error("module M {\n  source \"abc\n}") ==
+        "bad.ir:2:10: error: unterminated string; expected '\"', "
+        "found end of input");
   CHECK(parse_error("module M { # }") == "bad.ir:1:12: error: expected a token, found '#'");
   CHECK(parse_error(kHead + "    % = relu(%x)\n") == "bad.ir:4:5: error: expected a name after '%', found ' '");
   CHECK(parse_error(kHead + "    %y = relu(%x) {a=1e} : f32[N,4]\n") ==
@@ -90,8 +91,7 @@ TEST_CASE("parser: malformed train config and loc", "[ir][parser]") {
         "bad.ir:2:10: error: expected a train field (data, mean, std, batch, epochs, seed), found identifier 'lr'");
   CHECK(parse_error("module M {\n  train {batch=4} \"sgd\" {}\n}") ==
         "bad.ir:2:19: error: expected 'optimizer', found string \"sgd\"");
-  CHECK(parse_error(kHead + "    %y = relu(%x) : f32[N,4] loc(3)\n") ==
-        "bad.ir:4:35: error: expected ':', found ')'");
+  CHECK(parse_error(kHead + "    %y = relu(%x) : f32[N,4] loc(3)\n") == "bad.ir:4:35: error: expected ':', found ')'");
 }
 
 TEST_CASE("parser: duplicate graph and graph input", "[ir][parser]") {

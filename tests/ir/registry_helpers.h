@@ -1,7 +1,6 @@
 // Test helpers for op shape rules: run infer_types by op name, capture the ShapeError.
 #pragma once
 #include <catch2/catch.hpp>
-
 #include <optional>
 #include <string>
 #include <vector>
@@ -43,10 +42,10 @@ inline std::optional<ShapeError> shape_error(const std::string& op, const std::v
 }  // namespace dnnc::ir::test
 
 /// Requires infer(op, operands, attrs) to throw a ShapeError containing `text` that blames `operand`.
-#define REQUIRE_SHAPE_ERROR(op, operands, attrs, text, operand_index)                  \
-  do {                                                                                  \
-    auto err_ = ::dnnc::ir::test::shape_error(op, operands, attrs);                     \
-    REQUIRE(err_.has_value());                                                          \
-    CHECK_THAT(std::string(err_->what()), Catch::Matchers::Contains(text));             \
-    CHECK(err_->operand() == (operand_index));                                          \
+#define REQUIRE_SHAPE_ERROR(op, operands, attrs, text, operand_index)       \
+  do {                                                                      \
+    auto err_ = ::dnnc::ir::test::shape_error(op, operands, attrs);         \
+    REQUIRE(err_.has_value());                                              \
+    CHECK_THAT(std::string(err_->what()), Catch::Matchers::Contains(text)); \
+    CHECK(err_->operand() == (operand_index));                              \
   } while (0)

@@ -75,14 +75,14 @@ TEST_CASE("batchnorm2d: per-channel operands, five outputs", "[ir][rules]") {
   CHECK(infer_str("batchnorm2d", ok) == S{"f32[N,16,8,8]", "f32[16]", "f32[16]", "f32[16]", "f32[16]"});
   S bad = ok;
   bad[3] = "f32[8]";
-  REQUIRE_SHAPE_ERROR("batchnorm2d", bad, {}, "running_mean (one entry per channel) has the wrong shape; "
-                                              "expected [16], found [8]",
+  REQUIRE_SHAPE_ERROR("batchnorm2d", bad, {},
+                      "running_mean (one entry per channel) has the wrong shape; "
+                      "expected [16], found [8]",
                       3);
 }
 
 TEST_CASE("batchnorm2d_infer: y like x", "[ir][rules]") {
-  CHECK(infer_str("batchnorm2d_infer", {"f32[N,4,8,8]", "f32[4]", "f32[4]", "f32[4]", "f32[4]"}) ==
-        S{"f32[N,4,8,8]"});
+  CHECK(infer_str("batchnorm2d_infer", {"f32[N,4,8,8]", "f32[4]", "f32[4]", "f32[4]", "f32[4]"}) == S{"f32[N,4,8,8]"});
   REQUIRE_SHAPE_ERROR("batchnorm2d_infer", (S{"f32[N,4,8,8]", "f32[5]", "f32[4]", "f32[4]", "f32[4]"}), {},
                       "expected [4], found [5]", 1);
 }

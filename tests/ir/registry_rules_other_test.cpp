@@ -76,8 +76,8 @@ TEST_CASE("reshape keeps the batch dim an axis of its own", "[ir][rules]") {
 
 TEST_CASE("transpose permutes dims; perm must be a permutation", "[ir][rules]") {
   CHECK(infer_str("transpose", {"f32[N,3,5]"}, {{"perm", I{0, 2, 1}}}) == S{"f32[N,5,3]"});
-  REQUIRE_SHAPE_ERROR("transpose", (S{"f32[N,3,5]"}), (Attrs{{"perm", I{0, 1, 1}}}),
-                      "must be a permutation of 0..2", -1);
+  REQUIRE_SHAPE_ERROR("transpose", (S{"f32[N,3,5]"}), (Attrs{{"perm", I{0, 1, 1}}}), "must be a permutation of 0..2",
+                      -1);
   REQUIRE_SHAPE_ERROR("transpose", (S{"f32[N,3,5]"}), (Attrs{{"perm", I{1, 0}}}), "expected 3 entries, found 2", 0);
 }
 
@@ -108,10 +108,8 @@ TEST_CASE("softmax backward ops need an axis and matching types", "[ir][rules]")
 
 TEST_CASE("loss backward ops give the gradient of their input", "[ir][rules]") {
   CHECK(infer_str("cross_entropy_backward", {"f32[]", "f32[N,10]", "i64[N]"}) == S{"f32[N,10]"});
-  REQUIRE_SHAPE_ERROR("cross_entropy_backward", (S{"f32[]", "f32[N,10]", "f32[N]"}), {}, "expected i64, found f32",
-                      2);
-  REQUIRE_SHAPE_ERROR("cross_entropy_backward", (S{"f32[1]", "f32[N,10]", "i64[N]"}), {}, "expected [], found [1]",
-                      0);
+  REQUIRE_SHAPE_ERROR("cross_entropy_backward", (S{"f32[]", "f32[N,10]", "f32[N]"}), {}, "expected i64, found f32", 2);
+  REQUIRE_SHAPE_ERROR("cross_entropy_backward", (S{"f32[1]", "f32[N,10]", "i64[N]"}), {}, "expected [], found [1]", 0);
   CHECK(infer_str("mse_loss_backward", {"f32[]", "f32[N,3]", "f32[N,3]"}) == S{"f32[N,3]"});
   REQUIRE_SHAPE_ERROR("mse_loss_backward", (S{"f32[]", "f32[N,3]", "f32[N,2]"}), {}, "expected f32[N,3]", 2);
 }
@@ -127,8 +125,7 @@ TEST_CASE("conv2d backward ops recover the input and weight shapes", "[ir][rules
   Attrs w = common;
   w["kernel"] = I{3, 3};
   CHECK(infer_str("conv2d_backward_weight", {"f32[N,8,16,16]", "f32[N,3,32,32]"}, w) == S{"f32[8,3,3,3]"});
-  REQUIRE_SHAPE_ERROR("conv2d_backward_weight", (S{"f32[N,8,16,16]", "f32[4,3,32,32]"}), w, "expected N, found 4",
-                      1);
+  REQUIRE_SHAPE_ERROR("conv2d_backward_weight", (S{"f32[N,8,16,16]", "f32[4,3,32,32]"}), w, "expected N, found 4", 1);
 }
 
 TEST_CASE("pooling backward ops give dx like x and check dy", "[ir][rules]") {

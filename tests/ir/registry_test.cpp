@@ -1,6 +1,5 @@
 // Tests of the op registry machinery: coverage of docs/ops.md, attribute completion, operand counts.
 #include <catch2/catch.hpp>
-
 #include <fstream>
 #include <map>
 #include <regex>
@@ -134,8 +133,9 @@ TEST_CASE("render_ops_markdown has one row per op with its defaults", "[ir][regi
   size_t rows = 0;
   for (size_t p = md.find("\n| `"); p != std::string::npos; p = md.find("\n| `", p + 1)) ++rows;
   CHECK(rows == all_ops().size());
-  CHECK_THAT(md, Catch::Matchers::Contains(
-                     "| `conv2d` | x, weight, bias? | stride ints ([1,1]), padding ints ([0,0]), dilation ints ([1,1]), "
-                     "groups int (1) | 1 | opaque | no |"));
+  CHECK_THAT(md,
+             Catch::Matchers::Contains(
+                 "| `conv2d` | x, weight, bias? | stride ints ([1,1]), padding ints ([0,0]), dilation ints ([1,1]), "
+                 "groups int (1) | 1 | opaque | no |"));
   CHECK_THAT(md, Catch::Matchers::Contains("| `sgd_update` | param, grad, momentum_buf?, step? | lr float (required)"));
 }

@@ -1,6 +1,5 @@
 // Tests of the IR text form: lossless print/parse round trips and the golden text of a small module.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -63,8 +62,17 @@ TEST_CASE("a module with every param role, layouts, multi-output nodes and updat
 }
 
 TEST_CASE("float attributes round-trip bit-exactly", "[ir][text]") {
-  const std::vector<double> values = {0.1,     1.0 / 3.0, 1e-300, 5e-324, -0.0, 1.7976931348623157e308,
-                                      1e-8,    0.001,     123456789.125, -2.5, std::numeric_limits<double>::infinity(),
+  const std::vector<double> values = {0.1,
+                                      1.0 / 3.0,
+                                      1e-300,
+                                      5e-324,
+                                      -0.0,
+                                      1.7976931348623157e308,
+                                      1e-8,
+                                      0.001,
+                                      123456789.125,
+                                      -2.5,
+                                      std::numeric_limits<double>::infinity(),
                                       -std::numeric_limits<double>::infinity()};
   Module m;
   m.name = "floats";

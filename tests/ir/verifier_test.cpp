@@ -1,9 +1,10 @@
 // Tests of the IR verifier: valid modules pass; each kind of broken invariant is reported
 // with the graph, node index, op and types.
+#include "ir/verifier.h"
+
 #include <catch2/catch.hpp>
 
 #include "fixtures.h"
-#include "ir/verifier.h"
 #include "test_types.h"
 
 using namespace dnnc::ir;
