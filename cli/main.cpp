@@ -10,6 +10,10 @@ int main(int argc, char** argv) {
   dnnc::cli::Runner run;
   dnnc::cli::add_check_command(app, run);
   dnnc::cli::add_dump_ir_command(app, run);
+  dnnc::cli::add_train_command(app, run);
+  dnnc::cli::add_eval_command(app, run);
+  dnnc::cli::add_infer_command(app, run);
+  dnnc::cli::add_data_command(app, run);
   CLI11_PARSE(app, argc, argv);
   return run ? run() : 2;
 }

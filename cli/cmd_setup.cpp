@@ -1,0 +1,89 @@
+// Shared setup of `dnnc train`, `eval` and `infer` (cli/cmd_setup.h).
+#include "cli/cmd_setup.h"
+
+#include <fmt/format.h>
+
+#include <iostream>
+#include <stdexcept>
+
+#include "cli/commands.h"
+#include "ir/verifier.h"
+#include "passes/pass_manager.h"
+#include "runtime/data/cifar10.h"
+#include "runtime/data/mnist.h"
+
+namespace dnnc::cli {
+
+ir::Module compile_model(const std::string& path, const RecipeOverrides& o) {
+  ir::Module m = load_module(path);
+  ir::verify(m);
+  ir::TrainConfig& t = m.train;
+  if (o.epochs) {
+    if (*o.epochs < 1) throw std::invalid_argument(fmt::format("--epochs must be >= 1, got {}", *o.epochs));
+    t.epochs = *o.epochs;
+  }
+  if (o.batch) {
+    if (*o.batch < 1) throw std::invalid_argument(fmt::format("--batch must be >= 1, got {}", *o.batch));
+    t.batch = *o.batch;
+  }
+  if (o.seed) {
+    if (*o.seed < 0) throw std::invalid_argument(fmt::format("--seed must be >= 0, got {}", *o.seed));
+    t.seed = *o.seed;
+  }
+  if (o.lr) {
+    if (!(*o.lr > 0)) throw std::invalid_argument(fmt::format("--lr must be > 0, got {}", *o.lr));
+    t.optimizer.attrs["lr"] = *o.lr;
+  }
+  passes::PassRegistry registry;
+  passes::register_all_passes(registry);
+  passes::run_pipeline(m, registry, {});
+  return m;
+}
+
+std::string describe_recipe(const ir::Module& m) {
+  const ir::OptimizerConfig& opt = m.train.optimizer;
+  std::string s = opt.kind;
+  for (const char* key : {"lr", "momentum", "dampening", "weight_decay", "nesterov", "eps"}) {
+    auto it = opt.attrs.find(key);
+    if (it == opt.attrs.end()) continue;
+    const auto* d = std::get_if<double>(&it->second);
+    const auto* b = std::get_if<bool>(&it->second);
+    if ((d && *d == 0 && std::string(key) != "lr") || (b && !*b)) continue;  // defaults that do nothing
+    s += fmt::format(" {} {}", key, ir::attr_to_string(it->second));
+  }
+  return fmt::format("{}, batch {}, {} epochs, seed {}", s, m.train.batch, m.train.epochs, m.train.seed);
+}
+
+int64_t parameter_count(const ir::Module& m) {
+  int64_t n = 0;
+  for (const ir::Param& p : m.params)
+    if (p.role != ir::ParamRole::optimizer_state) n += p.type.numel(0).value_or(0);
+  return n;
+}
+
+std::string default_data_dir(const ir::Module& m) {
+  const std::string& ds = m.train.data.dataset;
+  if (ds == "mnist") return "data/mnist";
+  if (ds == "cifar10") return "data/cifar10";
+  throw std::invalid_argument(fmt::format("{}: model {} names no data set (its train block needs `data = mnist(...)` "
+                                          "or `data = cifar10(...)`)",
+                                          m.source_file, m.name));
+}
+
+runtime::Dataset load_split(const ir::Module& m, const std::string& dir, bool train) {
+  const std::string& ds = m.train.data.dataset;
+  if (ds == "mnist") return runtime::load_mnist(dir, train);
+  if (ds == "cifar10") return runtime::load_cifar10(dir, train);
+  default_data_dir(m);  // throws the explanation
+  return {};
+}
+
+std::unique_ptr<runtime::Backend> choose_device(const std::string& device, std::ostream& out) {
+  runtime::BackendRegistry registry;
+  runtime::register_builtin_backends(registry);
+  runtime::BackendChoice choice = runtime::select_backend(registry, device);
+  out << choice.message << "\n";
+  return std::move(choice.backend);
+}
+
+}  // namespace dnnc::cli

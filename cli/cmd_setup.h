@@ -1,0 +1,46 @@
+// Shared setup of `dnnc train`, `eval` and `infer`: compiling a model with the recipe
+// overrides, choosing the device, loading the model's data set and its normalization.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <string>
+
+#include "ir/graph.h"
+#include "runtime/backends.h"
+#include "runtime/data/dataset.h"
+
+namespace dnnc::cli {
+
+/// Command-line replacements for the train block's values.
+struct RecipeOverrides {
+  std::optional<int64_t> epochs, batch, seed;
+  std::optional<double> lr;
+};
+
+/// Loads `path` (load_module), applies `o` to module.train (before the passes: the optimizer
+/// pass bakes lr into the graph) and runs the default pipeline, so the module has graphs
+/// "train_step" and "infer". Throws ir::CompileError for model errors, std::invalid_argument
+/// if an override is out of range.
+ir::Module compile_model(const std::string& path, const RecipeOverrides& o);
+
+/// One line describing the recipe: "sgd lr 0.001 momentum 0.9, batch 128, 5 epochs, seed 1".
+std::string describe_recipe(const ir::Module& m);
+
+/// Number of elements in the module's weights and buffers.
+int64_t parameter_count(const ir::Module& m);
+
+/// `--data`'s default for the module's data set: data/mnist or data/cifar10. Throws
+/// std::invalid_argument if the model's train block names no data set.
+std::string default_data_dir(const ir::Module& m);
+
+/// The training (`train`) or test split of the module's data set from `dir`. Throws
+/// std::invalid_argument if the model names no data set, std::runtime_error from the loaders.
+runtime::Dataset load_split(const ir::Module& m, const std::string& dir, bool train);
+
+/// The backend for `--device` (registry of runtime/backends.h); prints the one-line reason for
+/// the choice to `out`. Throws like runtime::select_backend.
+std::unique_ptr<runtime::Backend> choose_device(const std::string& device, std::ostream& out);
+
+}  // namespace dnnc::cli

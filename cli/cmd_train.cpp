@@ -1,0 +1,129 @@
+// `dnnc train`: compile a model, train it on its data set with the chosen backend, evaluate
+// per epoch, write checkpoints and metrics, and print a summary with the time split.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+#include "cli/cmd_setup.h"
+#include "cli/commands.h"
+#include "runtime/reference/interpreter.h"
+#include "runtime/trainer/jsonl_log.h"
+#include "runtime/trainer/progress.h"
+#include "runtime/trainer/trainer.h"
+
+namespace dnnc::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct TrainCliOptions {
+  std::string file, data, device = "auto", init, save, resume, log;
+  RecipeOverrides recipe;
+  int64_t steps = 0, log_every = 10, eval_batch = 500;
+  bool no_shuffle = false;
+};
+
+double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+int run_train(const TrainCliOptions& o) {
+  if (!o.init.empty() && !o.resume.empty())
+    throw std::invalid_argument("--init and --resume exclude each other (--resume restores the weights too)");
+  auto t0 = Clock::now();
+  ir::Module m = compile_model(o.file, o.recipe);
+  double compile_s = since(t0);
+  if (!m.train.present)
+    throw std::invalid_argument(fmt::format("{}: model {} has no train block; add one (docs/dsl.md)", o.file, m.name));
+  std::cout << fmt::format("model {} ({}): {} parameters\n", m.name, o.file, parameter_count(m));
+  std::cout << "recipe: " << describe_recipe(m) << "\n";
+  std::unique_ptr<runtime::Backend> backend = choose_device(o.device, std::cout);
+
+  auto t1 = Clock::now();
+  std::string dir = o.data.empty() ? default_data_dir(m) : o.data;
+  runtime::Dataset train_set = load_split(m, dir, true);
+  runtime::Dataset test_set = load_split(m, dir, false);
+  double load_s = since(t1);
+  std::cout << fmt::format("data: {} from {}: {} train, {} test images ({:.2f} s)\n", m.train.data.dataset, dir,
+                           train_set.n, test_set.n, load_s);
+
+  runtime::TrainOptions topt;
+  topt.epochs = m.train.epochs;
+  topt.batch = m.train.batch;
+  topt.seed = static_cast<uint64_t>(m.train.seed);
+  topt.shuffle = !o.no_shuffle;
+  topt.max_steps = o.steps;
+  topt.eval_batch = o.eval_batch;
+  topt.mean = m.train.data.mean;
+  topt.std = m.train.data.std;
+  topt.save_path = o.save;
+
+  runtime::ParamStore params = runtime::reference::init_params(m, topt.seed);
+  runtime::TrainPosition start;
+  if (!o.init.empty()) {
+    runtime::load_state_dict_file(m, o.init, params);
+    std::cout << fmt::format("init: weights from {}\n", o.init);
+  }
+  if (!o.resume.empty()) {
+    start = runtime::load_checkpoint(o.resume, m, {topt.batch, topt.seed, topt.shuffle}, params);
+    std::cout << fmt::format("resume: from {} at epoch {}, batch {} (step {})\n", o.resume, start.epoch + 1,
+                             start.batch, start.step);
+  }
+
+  runtime::ProgressPrinter progress(std::cout, isatty(fileno(stdout)) != 0);
+  std::unique_ptr<runtime::JsonlLog> log;
+  std::vector<runtime::TrainObserver*> observers{&progress};
+  if (!o.log.empty()) {
+    log = std::make_unique<runtime::JsonlLog>(o.log, o.log_every, !o.resume.empty());
+    observers.push_back(log.get());
+  }
+  runtime::ObserverList observer(observers);
+  runtime::ExecutableCache cache(*backend, m, params);
+  auto t2 = Clock::now();
+  runtime::TrainResult r = runtime::train(cache, train_set, &test_set, topt, start, &observer);
+  double total_s = since(t2) + compile_s + load_s;
+
+  const runtime::TimeSplit& t = r.time;
+  std::cout << fmt::format("{} after {} steps in {:.1f} s: compile {:.2f} s, data {:.2f} s, train {:.1f} s, eval {:.1f} s",
+                           r.stopped_by_max_steps ? "stopped (--steps)" : "done", r.end.step, total_s,
+                           compile_s + t.compile, load_s + t.data, t.train, t.eval);
+  if (!o.save.empty()) std::cout << fmt::format(", checkpoint {:.2f} s", t.checkpoint);
+  std::cout << "\n";
+  if (!o.save.empty())
+    std::cout << fmt::format("saved: {} (state_dict) and {}\n", o.save, runtime::training_state_path(o.save));
+  if (r.final_eval)
+    std::cout << fmt::format("test accuracy: {:.4f} ({}/{})\n", r.final_eval->accuracy(), r.final_eval->correct,
+                             r.final_eval->total);
+  return 0;
+}
+
+}  // namespace
+
+void add_train_command(CLI::App& app, Runner& run) {
+  auto o = std::make_shared<TrainCliOptions>();
+  CLI::App* cmd = app.add_subcommand("train", "Train a model on its data set and report test accuracy");
+  cmd->add_option("file", o->file, "model file (.dnn)")->required();
+  cmd->add_option("--data", o->data, "data directory (default: data/mnist or data/cifar10, per the model)");
+  cmd->add_option("--device", o->device, "auto (best available), cpu, cuda or reference")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda", "reference"}));
+  cmd->add_option("--epochs", o->recipe.epochs, "number of epochs (replaces the train block's)");
+  cmd->add_option("--batch", o->recipe.batch, "batch size (replaces the train block's)");
+  cmd->add_option("--lr", o->recipe.lr, "learning rate (replaces the optimizer's)");
+  cmd->add_option("--seed", o->recipe.seed, "seed of parameter init and shuffling (replaces the train block's)");
+  cmd->add_option("--steps", o->steps, "stop after this many train steps (0: run all epochs)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--init", o->init, "start from this state_dict (.safetensors, PyTorch names and shapes)");
+  cmd->add_option("--save", o->save, "write the state_dict here (and FILE.train.safetensors for --resume)");
+  cmd->add_option("--resume", o->resume, "continue the run saved with --save FILE");
+  cmd->add_option("--log", o->log, "write metrics as JSON lines to this file (appended to on --resume)");
+  cmd->add_option("--log-every", o->log_every, "steps between --log step lines")->check(CLI::PositiveNumber);
+  cmd->add_option("--eval-batch", o->eval_batch, "batch size of test-set evaluation")->check(CLI::PositiveNumber);
+  cmd->add_flag("--no-shuffle", o->no_shuffle, "train every epoch in data set order");
+  cmd->callback([&run, o] {
+    run = [o] { return guarded([&] { return run_train(*o); }); };
+  });
+}
+
+}  // namespace dnnc::cli

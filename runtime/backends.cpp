@@ -1,0 +1,72 @@
+// The backend registry and `--device` selection (runtime/backends.h).
+#include "runtime/backends.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cassert>
+#include <stdexcept>
+
+namespace dnnc::runtime {
+
+void BackendRegistry::add(BackendFactory factory) {
+  assert(!find(factory.name) && "backend registered twice");
+  factories_.push_back(std::move(factory));
+}
+
+const BackendFactory* BackendRegistry::find(const std::string& name) const {
+  for (const auto& f : factories_)
+    if (f.name == name) return &f;
+  return nullptr;
+}
+
+void register_builtin_backends(BackendRegistry& registry) {
+  registry.add({"reference", [] { return std::string(); }, [] { return make_reference_backend(); }});
+}
+
+const std::vector<std::string>& device_preference() {
+  static const std::vector<std::string> order = {"cuda", "cpu", "reference"};
+  return order;
+}
+
+namespace {
+
+// Why `name` cannot be used here, or "" if it can.
+std::string why_unavailable(const BackendRegistry& registry, const std::string& name) {
+  const BackendFactory* f = registry.find(name);
+  if (!f) return name == "cuda" ? "no CUDA plugin in this build" : fmt::format("no {} backend in this build", name);
+  return f->unavailable_reason ? f->unavailable_reason() : std::string();
+}
+
+std::unique_ptr<Backend> create(const BackendFactory& f) {
+  std::unique_ptr<Backend> b = f.create();
+  if (!b) throw std::runtime_error(fmt::format("backend '{}' could not be created", f.name));
+  return b;
+}
+
+}  // namespace
+
+BackendChoice select_backend(const BackendRegistry& registry, const std::string& device) {
+  const auto& known = device_preference();
+  if (device == "auto") {
+    std::vector<std::string> skipped;
+    for (const std::string& name : known) {
+      std::string why = why_unavailable(registry, name);
+      if (why.empty()) {
+        std::string because = skipped.empty() ? "the preferred one" : fmt::format("{}", fmt::join(skipped, "; "));
+        return {create(*registry.find(name)), fmt::format("device: {} (auto: {})", name, because)};
+      }
+      skipped.push_back(name + ": " + why);
+    }
+    throw std::runtime_error(fmt::format("no device is available ({})", fmt::join(skipped, "; ")));
+  }
+  if (std::find(known.begin(), known.end(), device) == known.end())
+    throw std::invalid_argument(
+        fmt::format("unknown device '{}' (expected auto, {})", device, fmt::join(known, ", ")));
+  std::string why = why_unavailable(registry, device);
+  if (!why.empty()) throw std::runtime_error(fmt::format("device '{}' is not available: {}", device, why));
+  return {create(*registry.find(device)), fmt::format("device: {} (as requested)", device)};
+}
+
+}  // namespace dnnc::runtime

@@ -1,0 +1,53 @@
+// The backends this binary knows, by name, and the choice behind `--device auto|cpu|cuda|reference`:
+// a small registry of factories, filled in one explicit function (no static registration).
+#pragma once
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/backend.h"
+
+namespace dnnc::runtime {
+
+struct BackendFactory {
+  std::string name;  // the --device name: "reference", "cpu", "cuda"
+  /// Empty if the backend can run here; otherwise why not (e.g. "no CUDA device found").
+  std::function<std::string()> unavailable_reason;
+  /// Creates the backend. May throw std::runtime_error (then selection reports it).
+  std::function<std::unique_ptr<Backend>()> create;
+};
+
+class BackendRegistry {
+ public:
+  /// Asserts that the name is new.
+  void add(BackendFactory factory);
+  /// nullptr if no backend of that name is registered.
+  const BackendFactory* find(const std::string& name) const;
+  const std::vector<BackendFactory>& all() const { return factories_; }
+
+ private:
+  std::vector<BackendFactory> factories_;
+};
+
+/// Registers every backend built into this binary. Today that is `reference`; the `cpu`
+/// (JIT) and `cuda` (plugin) backends register here when they exist, each with its own
+/// availability check.
+void register_builtin_backends(BackendRegistry& registry);
+
+/// The device names `--device` accepts, in `auto`'s order of preference: cuda, cpu, reference.
+const std::vector<std::string>& device_preference();
+
+struct BackendChoice {
+  std::unique_ptr<Backend> backend;
+  std::string message;  // one line: "device: cpu (auto: cuda: no CUDA plugin in this build)"
+};
+
+/// Picks the backend for `device`: "auto" takes the first available of device_preference();
+/// a named device must be registered and available. Throws std::invalid_argument for an
+/// unknown name (listing the known ones) and std::runtime_error for a known device that is
+/// not available here, saying why (e.g. "device 'cuda' is not available: no CUDA plugin in
+/// this build").
+BackendChoice select_backend(const BackendRegistry& registry, const std::string& device);
+
+}  // namespace dnnc::runtime

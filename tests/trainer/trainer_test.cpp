@@ -1,0 +1,202 @@
+// Tests of the training loop on synthetic CIFAR-10: learning, --steps, partial batches,
+// deterministic shuffling, resume (epoch boundary and mid-epoch), NaN detection, evaluation.
+#include <catch2/catch.hpp>
+#include <numeric>
+
+#include "runtime/trainer/evaluate.h"
+#include "runtime/trainer/trainer.h"
+#include "trainer_test_util.h"
+
+using namespace dnnc;
+using namespace dnnc::runtime;
+
+namespace {
+
+TrainOptions options_of(const ir::Module& m) {
+  TrainOptions o;
+  o.epochs = m.train.epochs;
+  o.batch = m.train.batch;
+  o.seed = static_cast<uint64_t>(m.train.seed);
+  o.mean = m.train.data.mean;
+  o.std = m.train.data.std;
+  o.eval_batch = 64;
+  return o;
+}
+
+// Trains a fresh copy of `m` (params from its seed) from `start`, or from the params given.
+TrainResult train_fresh(const ir::Module& m, const Dataset& train_set, const Dataset* test_set, const TrainOptions& o,
+                        ParamStore* params_io = nullptr, TrainPosition start = {}) {
+  ParamStore local = reference::init_params(m, o.seed);
+  ParamStore& params = params_io ? *params_io : local;
+  auto backend = make_reference_backend();
+  ExecutableCache cache(*backend, m, params);
+  return train(cache, train_set, test_set, o, start);
+}
+
+double mean_of(const std::vector<double>& v, size_t begin, size_t end) {
+  return std::accumulate(v.begin() + static_cast<long>(begin), v.begin() + static_cast<long>(end), 0.0) /
+         static_cast<double>(end - begin);
+}
+
+}  // namespace
+
+TEST_CASE("training on synthetic CIFAR-10 lowers the loss and beats chance", "[trainer]") {
+  ir::Module m = test::compile_for_training(test::kTinyMlp);
+  Dataset train_set = synthetic_cifar10(320, 11), test_set = synthetic_cifar10(200, 12);
+  TrainOptions o = options_of(m);
+  o.epochs = 3;
+  TrainResult r = train_fresh(m, train_set, &test_set, o);
+  REQUIRE(r.losses.size() == 60);
+  INFO("first 10 steps " << mean_of(r.losses, 0, 10) << ", last 10 steps " << mean_of(r.losses, 50, 60));
+  CHECK(mean_of(r.losses, 50, 60) < 0.8 * mean_of(r.losses, 0, 10));
+  REQUIRE(r.epochs.size() == 3);
+  REQUIRE(r.final_eval);
+  CHECK(r.final_eval->total == 200);
+  CHECK(r.final_eval->accuracy() > 0.3);  // chance is 0.1
+  CHECK(r.end == TrainPosition{3, 0, 60});
+}
+
+TEST_CASE("max_steps stops after exactly that many steps and still evaluates", "[trainer]") {
+  ir::Module m = test::compile_for_training(test::kTinyMlp);
+  Dataset train_set = synthetic_cifar10(100, 1), test_set = synthetic_cifar10(30, 2);
+  TrainOptions o = options_of(m);
+  o.max_steps = 9;  // 7 batches per epoch: stops in the second epoch
+  TrainResult r = train_fresh(m, train_set, &test_set, o);
+  CHECK(r.losses.size() == 9);
+  CHECK(r.stopped_by_max_steps);
+  CHECK(r.end == TrainPosition{1, 2, 9});
+  CHECK(r.epochs.size() == 1);
+  REQUIRE(r.final_eval);
+  CHECK(r.final_eval->total == 30);
+}
+
+TEST_CASE("the last partial batch is trained with its own executable", "[trainer]") {
+  ir::Module m = test::compile_for_training(test::kTinyMlp);
+  Dataset train_set = synthetic_cifar10(100, 3), test_set = synthetic_cifar10(70, 4);
+  TrainOptions o = options_of(m);
+  o.batch = 32;
+  o.eval_batch = 50;
+  ParamStore params = reference::init_params(m, o.seed);
+  test::CountingBackend backend;
+  ExecutableCache cache(backend, m, params);
+  TrainResult r = train(cache, train_set, &test_set, o);
+  CHECK(r.losses.size() == 8);  // 2 epochs x (32 + 32 + 32 + 4)
+  using Compiled = std::vector<std::pair<std::string, int64_t>>;
+  CHECK(backend.compiled == Compiled{{"train_step", 32}, {"train_step", 4}, {"infer", 50}, {"infer", 20}});
+}
+
+TEST_CASE("the same seed gives the same losses; another seed or no shuffling differs", "[trainer]") {
+  ir::Module m = test::compile_for_training(test::kTinyMlp);
+  Dataset train_set = synthetic_cifar10(64, 5);
+  TrainOptions o = options_of(m);
+  o.epochs = 1;
+  std::vector<double> a = train_fresh(m, train_set, nullptr, o).losses;
+  CHECK(train_fresh(m, train_set, nullptr, o).losses == a);
+  // The seed also initialises the params; keep them and change only the order.
+  ParamStore params = reference::init_params(m, o.seed);
+  TrainOptions other = o;
+  other.seed = o.seed + 1;
+  std::vector<double> b = train_fresh(m, train_set, nullptr, other, &params).losses;
+  CHECK(b != a);
+  CHECK(b.size() == a.size());
+  TrainOptions unshuffled = o;
+  unshuffled.shuffle = false;
+  CHECK(train_fresh(m, train_set, nullptr, unshuffled).losses != a);
+}
+
+TEST_CASE("resuming at an epoch boundary reproduces the uninterrupted run exactly", "[trainer][resume]") {
+  ir::Module m = test::compile_for_training(test::kTinyBn);
+  Dataset train_set = synthetic_cifar10(40, 6), test_set = synthetic_cifar10(16, 7);
+  TrainOptions o = options_of(m);
+  o.epochs = 3;
+  TrainResult full = train_fresh(m, train_set, &test_set, o);
+  REQUIRE(full.losses.size() == 15);
+
+  test::TempDir dir("resume_epoch");
+  TrainOptions first = o;
+  first.epochs = 1;
+  first.save_path = dir.file("ck.safetensors");
+  TrainResult a = train_fresh(m, train_set, &test_set, first);
+  ParamStore params = reference::init_params(m, 999);  // other values: all must be replaced
+  TrainPosition pos = load_checkpoint(first.save_path, m, {o.batch, o.seed, o.shuffle}, params);
+  CHECK(pos == TrainPosition{1, 0, 5});
+  TrainResult b = train_fresh(m, train_set, &test_set, o, &params, pos);
+  std::vector<double> joined = a.losses;
+  joined.insert(joined.end(), b.losses.begin(), b.losses.end());
+  CHECK(joined == full.losses);
+  REQUIRE(b.final_eval);
+  CHECK(b.final_eval->correct == full.final_eval->correct);
+}
+
+TEST_CASE("resuming in the middle of an epoch skips the batches already done", "[trainer][resume]") {
+  ir::Module m = test::compile_for_training(test::kTinyBn);
+  Dataset train_set = synthetic_cifar10(44, 8);  // 6 batches of 8, the last of 4
+  TrainOptions o = options_of(m);
+  TrainResult full = train_fresh(m, train_set, nullptr, o);
+  REQUIRE(full.losses.size() == 12);
+
+  test::TempDir dir("resume_mid");
+  TrainOptions first = o;
+  first.max_steps = 8;  // stops after batch 2 of epoch 2
+  first.save_path = dir.file("ck.safetensors");
+  TrainResult a = train_fresh(m, train_set, nullptr, first);
+  REQUIRE(a.end == TrainPosition{1, 2, 8});
+  ParamStore params;
+  TrainPosition pos = load_checkpoint(first.save_path, m, {o.batch, o.seed, o.shuffle}, params);
+  CHECK(pos == a.end);
+  TrainResult b = train_fresh(m, train_set, nullptr, o, &params, pos);
+  std::vector<double> joined = a.losses;
+  joined.insert(joined.end(), b.losses.begin(), b.losses.end());
+  CHECK(joined == full.losses);
+  CHECK(b.end == TrainPosition{2, 0, 12});
+}
+
+TEST_CASE("a non-finite loss stops training, naming the step, the epoch and the params", "[trainer][nan]") {
+  ir::Module m = test::compile_for_training(test::kTinyMlp, 1e12);
+  Dataset train_set = synthetic_cifar10(64, 9);
+  TrainOptions o = options_of(m);
+  std::vector<double> seen;
+  try {
+    train_fresh(m, train_set, nullptr, o);
+    FAIL("training with lr 1e12 did not stop");
+  } catch (const NonFiniteLossError& e) {
+    std::string what = e.what();
+    INFO(what);
+    CHECK(e.step() >= 2);  // the first loss comes from the initial, finite params
+    CHECK(e.epoch() == 1 + (e.step() - 1) / 4);
+    CHECK(what.starts_with("step " + std::to_string(e.step()) + " (epoch " + std::to_string(e.epoch()) + "): loss is "));
+    CHECK(!e.bad_params().empty());
+    CHECK(what.find(e.bad_params().front()) != std::string::npos);
+  }
+}
+
+TEST_CASE("evaluation counts argmax hits and does not depend on the eval batch size", "[trainer][eval]") {
+  ir::Module m = test::compile_for_training(test::kTinyMlp);
+  Dataset test_set = synthetic_cifar10(45, 10);
+  ParamStore params = reference::init_params(m, 1);
+  auto backend = make_reference_backend();
+  ExecutableCache cache(*backend, m, params);
+  BatchFeed feed = make_batch_feed(m, kInferGraph, test_set, m.train.data.mean, m.train.data.std);
+  // The expected count, image by image, straight from the interpreter.
+  int64_t expected = 0;
+  for (int64_t i = 0; i < test_set.n; ++i) {
+    std::vector<int64_t> one{i};
+    auto out = reference::run_reference(m, *m.graph("infer"), feed.make(test_set, one), params);
+    if (argmax(out[0].f32(), out[0].dim(1)) == test_set.labels[static_cast<size_t>(i)]) ++expected;
+  }
+  EvalResult a = evaluate(cache, test_set, feed, 500);
+  EvalResult b = evaluate(cache, test_set, feed, 7);
+  CHECK(a.total == 45);
+  CHECK(a.correct == expected);
+  CHECK(b.correct == expected);
+}
+
+TEST_CASE("a data set of the wrong image size is refused, naming the input", "[trainer]") {
+  ir::Module m = test::compile_for_training(test::kTinyMlp);
+  Dataset wrong;
+  wrong.n = 2, wrong.c = 1, wrong.h = 28, wrong.w = 28;
+  wrong.images.assign(2 * 28 * 28, 0);
+  wrong.labels = {0, 1};
+  CHECK_THROWS_WITH(make_batch_feed(m, kTrainGraph, wrong, {}, {}),
+                    Catch::Contains("input 'image' expects images of 3x32x32, the data set has 1x28x28"));
+}
