@@ -12,15 +12,16 @@ using Ids = std::vector<ValueId>;
 
 std::string dname(GradBuilder& b, ValueId v) { return "d" + b.graph().value(v).name; }
 
-ir::Attrs pick(const ir::Attrs& a, std::initializer_list<const char*> keys) {
+ir::Attrs pick(const ir::Attrs& a, const std::vector<std::string>& keys) {
   ir::Attrs out;
-  for (const char* k : keys)
+  for (const std::string& k : keys)
     if (auto it = a.find(k); it != a.end()) out.emplace(k, it->second);
   return out;
 }
 
 // y = f(x) elementwise, gradient op(dy, saved) where saved is the input (x) or the output (y).
-GradRule unary(const char* backward_op, bool saves_output, std::initializer_list<const char*> attrs = {}) {
+GradRule unary(const char* backward_op, bool saves_output, std::vector<std::string> attrs = {}) {
+  // `attrs` is owned by the lambda (an initializer_list capture would dangle once the table is built).
   return [=](GradBuilder& b, const ir::Node& n, const Ids& d, const std::vector<bool>& needs) {
     Ids r(n.inputs.size(), kNoValue);
     if (!needs[0]) return r;
