@@ -9,6 +9,7 @@
 #include "ir/printer.h"
 #include "ir/verifier.h"
 #include "passes/pass_manager.h"
+#include "passes/stats.h"
 
 namespace dnnc::cli {
 namespace {
@@ -34,6 +35,7 @@ struct DumpOptions {
   std::string format = "text";
   std::string graph;
   bool verify_each = false;
+  bool stats = false;
 };
 
 std::string render(const ir::Module& m, const DumpOptions& o) {
@@ -74,6 +76,10 @@ int run_dump(const DumpOptions& o) {
   }
   p.stop_after = o.after;
   passes::run_pipeline(m, registry, p);
+  if (o.stats) {
+    std::cout << passes::format_stats(m);
+    return 0;
+  }
   std::cout << render(m, o);
   return 0;
 }
@@ -106,6 +112,7 @@ void add_dump_ir_command(CLI::App& app, Runner& run) {
   cmd->add_option("--format", o->format, "text or dot")->check(CLI::IsMember({"text", "dot"}));
   cmd->add_option("--graph", o->graph, "print only this graph (forward, train_step, infer)");
   cmd->add_flag("--verify-each", o->verify_each, "run the verifier after every pass");
+  cmd->add_flag("--stats", o->stats, "print kernel counts and memory-plan figures instead of the IR");
   cmd->callback([&run, o] {
     run = [o] { return guarded([&] { return run_dump(*o); }); };
   });

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -34,6 +35,32 @@ struct Node {
   std::vector<ValueId> outputs;
   Attrs attrs;
   SourceLoc loc;  // where in the .dnn file this node came from (unknown for derived nodes)
+  int32_t group = -1;  // index into Graph::groups when pass `fuse` put this node in a kernel
+};
+
+/// A fusion group: nodes that run as one kernel (set by pass `fuse`). The nodes of a group
+/// are contiguous in Graph::nodes; values produced and consumed only inside the group are
+/// never materialised in memory.
+struct FusionGroup {
+  std::string kind;  // the fusion pattern, e.g. "gemm_epilogue", "elementwise", "multi_tensor_update"
+};
+
+/// Where one value lives in the activation arena (pass `plan-memory`).
+struct BufferSlot {
+  ValueId value = kNoValue;
+  int64_t offset = 0;  // bytes from the arena base
+  int64_t size = 0;    // bytes
+  ValueId alias_of = kNoValue;  // shares its storage with this value (views, in-place kernels)
+};
+
+/// The static memory plan of one graph at one batch size: every intermediate value that is
+/// materialised gets a slot in one arena; params and optimizer state live elsewhere.
+struct MemoryPlan {
+  int64_t batch = 0;
+  int64_t arena_bytes = 0;        // size of the arena
+  int64_t naive_bytes = 0;        // sum of all materialised intermediates (no reuse)
+  int64_t lower_bound_bytes = 0;  // max over the schedule of bytes simultaneously live
+  std::vector<BufferSlot> slots;
 };
 
 /// An SSA graph. `nodes` is always in a valid topological order; a value is defined once.
@@ -46,6 +73,8 @@ struct Graph {
   std::vector<ValueId> inputs;
   std::vector<ValueId> outputs;
   std::vector<std::pair<std::string, ValueId>> updates;  // param name <- value
+  std::vector<FusionGroup> groups;  // see Node::group
+  std::optional<MemoryPlan> memory;  // set by plan-memory
 
   ValueId add_input(const std::string& name, const TensorType& type);
   /// Returns the value that reads module param `name`, creating it on first use.

@@ -314,6 +314,61 @@ class Parser {
     m_.graphs.push_back(std::move(g));
   }
 
+  /// fused ::= 'fused' string '{' node* '}'
+  void parse_fused(Graph& g) {
+    advance();
+    const Token& kind = peek();
+    if (kind.kind != Tok::string) error(kind, "the fusion pattern as a string");
+    g.groups.push_back(FusionGroup{advance().text});
+    expect_punct("{");
+    size_t first = g.nodes.size();
+    while (!at_punct("}")) {
+      if (at_keyword("return") || at_keyword("update") || at_keyword("fused") || at_keyword("memory"))
+        error(peek(), "a node inside a fused group");
+      parse_stmt(g);
+    }
+    const Token& close = peek();
+    advance();
+    if (g.nodes.size() == first) error_at(close.loc, "expected at least one node in a fused group, found none");
+    for (size_t i = first; i < g.nodes.size(); ++i) g.nodes[i].group = static_cast<int32_t>(g.groups.size() - 1);
+  }
+
+  /// memory ::= 'memory' attr_dict '{' (operand 'at' int 'size' int ['alias' operand])* '}'
+  void parse_memory(Graph& g) {
+    const Token& start = advance();
+    if (g.memory) error_at(start.loc, "a graph has at most one memory plan");
+    Attrs a = parse_attr_dict();
+    MemoryPlan p;
+    auto get = [&](const char* key, int64_t& into) {
+      auto it = a.find(key);
+      const int64_t* v = it == a.end() ? nullptr : std::get_if<int64_t>(&it->second);
+      if (!v) error_at(start.loc, fmt::format("expected an integer '{}' in the memory plan", key));
+      into = *v;
+    };
+    get("batch", p.batch);
+    get("arena", p.arena_bytes);
+    get("naive", p.naive_bytes);
+    get("max_live", p.lower_bound_bytes);
+    expect_punct("{");
+    while (!at_punct("}")) {
+      BufferSlot b;
+      b.value = parse_operand(g);
+      if (!at_keyword("at")) error(peek(), "'at'");
+      advance();
+      b.offset = parse_int("a byte offset");
+      if (!at_keyword("size")) error(peek(), "'size'");
+      advance();
+      b.size = parse_int("a byte size");
+      if (at_keyword("alias")) {
+        advance();
+        b.alias_of = parse_operand(g);
+      }
+      p.slots.push_back(b);
+    }
+    advance();
+    g.memory = std::move(p);
+  }
+
   void check_new_local(const Token& at, const std::string& name) {
     if (name.empty()) error_at(at.loc, "expected a non-empty value name, found %\"\"");
     if (locals_.count(name)) error_at(at.loc, fmt::format("redefinition of value %{}", name));
@@ -341,6 +396,14 @@ class Parser {
   /// node ::= ['%'name (',' '%'name)* '='] name '(' [operand (',' operand)*] ')' [attr_dict]
   ///          [':' type (',' type)*] [loc]
   void parse_stmt(Graph& g) {
+    if (at_keyword("fused")) {
+      parse_fused(g);
+      return;
+    }
+    if (at_keyword("memory")) {
+      parse_memory(g);
+      return;
+    }
     if (at_keyword("return")) {
       advance();
       if (peek().kind == Tok::value || peek().kind == Tok::param) {

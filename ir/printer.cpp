@@ -52,8 +52,17 @@ void print_graph(std::string& out, const Graph& g, const Module& m, const std::s
     if (id >= 0 && static_cast<size_t>(id) < g.values.size()) out += ": " + to_string(g.value(id).type, bs);
   }
   out += ") {\n";
+  int32_t open_group = -1;
   for (const Node& n : g.nodes) {
-    out += indent + "  ";
+    if (n.group != open_group) {
+      if (open_group >= 0) out += indent + "  }\n";
+      open_group = n.group;
+      if (open_group >= 0) {
+        bool ok = static_cast<size_t>(open_group) < g.groups.size();
+        out += indent + "  fused " + quoted(ok ? g.groups[static_cast<size_t>(open_group)].kind : "?") + " {\n";
+      }
+    }
+    out += indent + (open_group >= 0 ? "    " : "  ");
     for (size_t i = 0; i < n.outputs.size(); ++i) out += (i ? ", " : "") + operand_name(g, n.outputs[i]);
     if (!n.outputs.empty()) out += " = ";
     out += print_ident(n.op) + "(";
@@ -67,11 +76,23 @@ void print_graph(std::string& out, const Graph& g, const Module& m, const std::s
     }
     out += print_loc(n.loc) + "\n";
   }
+  if (open_group >= 0) out += indent + "  }\n";
   out += indent + "  return";
   for (size_t i = 0; i < g.outputs.size(); ++i) out += (i ? ", " : " ") + operand_name(g, g.outputs[i]);
   out += "\n";
   for (const auto& [param, id] : g.updates)
     out += indent + "  update " + print_value_name(param, '@') + " = " + operand_name(g, id) + "\n";
+  if (g.memory) {
+    const MemoryPlan& p = *g.memory;
+    out += fmt::format("{}  memory {{batch={}, arena={}, naive={}, max_live={}}} {{\n", indent, p.batch, p.arena_bytes,
+                       p.naive_bytes, p.lower_bound_bytes);
+    for (const BufferSlot& b : p.slots) {
+      out += fmt::format("{}    {} at {} size {}", indent, operand_name(g, b.value), b.offset, b.size);
+      if (b.alias_of != kNoValue) out += " alias " + operand_name(g, b.alias_of);
+      out += "\n";
+    }
+    out += indent + "  }\n";
+  }
   out += indent + "}\n";
 }
 

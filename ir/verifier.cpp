@@ -24,6 +24,24 @@ class GraphVerifier {
  public:
   GraphVerifier(const Graph& g, const Module& m) : g_(g), m_(m) {}
 
+  // Fusion groups: valid indices, each group's nodes contiguous and non-empty.
+  void check_groups() {
+    std::vector<bool> seen(g_.groups.size(), false);
+    int32_t prev = -1;
+    for (size_t n = 0; n < g_.nodes.size(); ++n) {
+      int32_t grp = g_.nodes[n].group;
+      if (grp < -1 || grp >= static_cast<int32_t>(g_.groups.size()))
+        fail(fmt::format("node {} has fusion group {}, but the graph has {} groups", n, grp, g_.groups.size()));
+      if (grp >= 0 && grp != prev) {
+        if (seen[static_cast<size_t>(grp)]) fail(fmt::format("fusion group {} is not contiguous (node {})", grp, n));
+        seen[static_cast<size_t>(grp)] = true;
+      }
+      prev = grp;
+    }
+    for (size_t i = 0; i < seen.size(); ++i)
+      if (!seen[i]) fail(fmt::format("fusion group {} ('{}') has no nodes", i, g_.groups[i].kind));
+  }
+
   void run() {
     check_values();
     for (ValueId id : g_.inputs) {
@@ -40,6 +58,7 @@ class GraphVerifier {
       }
     }
     for (size_t n = 0; n < g_.nodes.size(); ++n) check_node(static_cast<int>(n));
+    check_groups();
     for (size_t i = 0; i < g_.values.size(); ++i)
       if (!defined_.count(static_cast<ValueId>(i)))
         fail(fmt::format("value {} (kind node) is not defined by any node", vname(static_cast<ValueId>(i))));

@@ -97,15 +97,33 @@ Ids matmul_back(GradBuilder& b, const ir::Node& n, const Ids& d, const std::vect
   return r;
 }
 
+// Rank-2 x: two GEMMs and a column sum. Rank > 2 ([..., in]): the batch dim cannot be merged
+// with the others, so dx = linear(dy, W^T) and dW sums the per-row outer products dy ⊗ x
+// over the leading dims.
 Ids linear_back(GradBuilder& b, const ir::Node& n, const Ids& d, const std::vector<bool>& needs) {
   Ids r(n.inputs.size(), kNoValue);
   ValueId x = n.inputs[0], w = n.inputs[1], dy = d[0];
-  if (b.type(x).rank() != 2)
-    b.fail(n.loc, "autodiff: linear is differentiable only on 2-d inputs [N, features]");
-  if (needs[0]) r[0] = b.emit1("matmul", {dy, w}, {{"transpose_a", false}, {"transpose_b", false}}, dname(b, x));
-  if (needs[1]) r[1] = b.emit1("matmul", {dy, x}, {{"transpose_a", true}, {"transpose_b", false}}, dname(b, w));
+  int64_t rank = b.type(x).rank();
+  std::vector<int64_t> lead;
+  for (int64_t i = 0; i + 1 < rank; ++i) lead.push_back(i);
+  if (rank == 2) {
+    if (needs[0]) r[0] = b.emit1("matmul", {dy, w}, {{"transpose_a", false}, {"transpose_b", false}}, dname(b, x));
+    if (needs[1]) r[1] = b.emit1("matmul", {dy, x}, {{"transpose_a", true}, {"transpose_b", false}}, dname(b, w));
+  } else {
+    if (needs[0]) {
+      ValueId wt = b.emit1("transpose", {w}, {{"perm", std::vector<int64_t>{1, 0}}});
+      r[0] = b.emit1("linear", {dy, wt}, {}, dname(b, x));
+    }
+    if (needs[1]) {
+      std::vector<int64_t> col(b.type(dy).shape), row(b.type(x).shape);
+      col.push_back(1);
+      row.insert(row.end() - 1, 1);
+      ValueId outer = b.emit1("mul", {b.emit1("reshape", {dy}, {{"shape", col}}), b.emit1("reshape", {x}, {{"shape", row}})});
+      r[1] = b.emit1("reduce_sum", {outer}, {{"axes", lead}, {"keepdim", false}}, dname(b, w));
+    }
+  }
   if (n.inputs.size() > 2 && needs[2])
-    r[2] = b.emit1("reduce_sum", {dy}, {{"axes", std::vector<int64_t>{0}}, {"keepdim", false}}, dname(b, n.inputs[2]));
+    r[2] = b.emit1("reduce_sum", {dy}, {{"axes", lead}, {"keepdim", false}}, dname(b, n.inputs[2]));
   return r;
 }
 
@@ -177,7 +195,7 @@ Ids loss_back(GradBuilder& b, const ir::Node& n, const Ids& d, const std::vector
 const std::map<std::string, GradRule>& rules() {
   static const std::map<std::string, GradRule> table = [] {
     std::map<std::string, GradRule> t;
-    t["relu"] = unary("relu_backward", false);
+    t["relu"] = unary("relu_backward", true);  // y > 0 exactly where x > 0: save the output, as PyTorch does
     t["leaky_relu"] = unary("leaky_relu_backward", false, {"negative_slope"});
     t["gelu"] = unary("gelu_backward", false);
     t["tanh"] = unary("tanh_backward", true);

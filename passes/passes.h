@@ -25,4 +25,15 @@ bool derive_infer(ir::Module& m);
 /// simplify: dead-code elimination and common-subexpression elimination on every graph.
 bool simplify(ir::Module& m);
 
+/// fuse: groups nodes into kernels (patterns in passes/fuse.cpp); sets Node::group and
+/// Graph::groups and makes each group's nodes contiguous.
+bool fuse(ir::Module& m);
+
+/// schedule: reorders kernels (groups kept whole) to lower peak live memory.
+bool schedule(ir::Module& m);
+
+/// plan-memory: assigns every materialised intermediate an offset in one arena per graph
+/// (Graph::memory), for the train block's batch size.
+bool plan_memory(ir::Module& m);
+
 }  // namespace dnnc::passes

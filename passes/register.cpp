@@ -10,6 +10,9 @@ void register_all_passes(PassRegistry& r) {
   r.add({"optimizer", "append the optimizer update (sgd/adam/adamw) to train_step", optimizer});
   r.add({"derive-infer", "derive the eval-mode infer graph (forward to the prediction)", derive_infer});
   r.add({"simplify", "common-subexpression and dead-code elimination", simplify});
+  r.add({"fuse", "group nodes into kernels (epilogues, softmax-xent, multi-tensor update)", fuse});
+  r.add({"schedule", "reorder kernels to lower peak live memory", schedule});
+  r.add({"plan-memory", "assign intermediates to offsets in one static arena", plan_memory});
 }
 
 std::vector<std::string> default_pipeline() {
@@ -19,6 +22,9 @@ std::vector<std::string> default_pipeline() {
       "optimizer",     // + parameter updates: train_step is now one whole training step
       "derive-infer",  // infer = eval-mode forward to the prediction
       "simplify",      // CSE + DCE over every graph
+      "fuse",          // group nodes into kernels
+      "schedule",      // launch order with a lower memory peak
+      "plan-memory",   // static arena offsets for every intermediate
   };
 }
 

@@ -1,0 +1,34 @@
+// Compilation statistics for `dnnc compile --stats` and `dnnc dump-ir --stats`.
+#include "passes/stats.h"
+
+#include <fmt/format.h>
+
+#include "passes/graph_analysis.h"
+
+namespace dnnc::passes {
+
+int unfused_kernel_count(const ir::Graph& g) {
+  int n = 0;
+  for (const auto& node : g.nodes) n += (node.op == "flatten" || node.op == "reshape") ? 0 : 1;
+  return n;
+}
+
+static std::string mib(int64_t bytes) { return fmt::format("{:.2f} MiB", static_cast<double>(bytes) / (1 << 20)); }
+
+std::string format_stats(const ir::Module& m) {
+  std::string out;
+  for (const auto& g : m.graphs) {
+    out += fmt::format("{}: kernels {} -> {}", g.name, unfused_kernel_count(g), kernel_count(g));
+    if (g.memory) {
+      const ir::MemoryPlan& p = *g.memory;
+      double naive = p.naive_bytes ? 100.0 * static_cast<double>(p.arena_bytes) / static_cast<double>(p.naive_bytes) : 0;
+      double bound = p.lower_bound_bytes ? static_cast<double>(p.arena_bytes) / static_cast<double>(p.lower_bound_bytes) : 0;
+      out += fmt::format("; arena {} (naive {} = {:.0f}%, max-live {} = {:.3f}x) at batch {}", mib(p.arena_bytes),
+                         mib(p.naive_bytes), naive, mib(p.lower_bound_bytes), bound, p.batch);
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+}  // namespace dnnc::passes
