@@ -29,9 +29,10 @@ int run_synth(const SynthOptions& o) {
         "most 50000 and divisible by {}",
         o.train, kCifarBatchRecords, files));
   runtime::write_synthetic_cifar10(o.dir, o.train / files, o.test, o.seed, static_cast<int>(files));
-  std::cout << fmt::format("wrote {}: {} training images in {} file{} (data_batch_*.bin), {} test images "
-                           "(test_batch.bin), seed {}\n",
-                           o.dir, o.train, files, files == 1 ? "" : "s", o.test, o.seed);
+  std::cout << fmt::format(
+      "wrote {}: {} training images in {} file{} (data_batch_*.bin), {} test images "
+      "(test_batch.bin), seed {}\n",
+      o.dir, o.train, files, files == 1 ? "" : "s", o.test, o.seed);
   return 0;
 }
 
@@ -46,9 +47,7 @@ void add_data_command(CLI::App& app, Runner& run) {
   synth->add_option("--train", o->train, "training images (default 10000)")->check(CLI::PositiveNumber);
   synth->add_option("--test", o->test, "test images (default 2000)")->check(CLI::PositiveNumber);
   synth->add_option("--seed", o->seed, "seed of the per-image randomness (default 0)");
-  synth->callback([&run, o] {
-    run = [o] { return guarded([&] { return run_synth(*o); }); };
-  });
+  synth->callback([&run, o] { run = [o] { return guarded([&] { return run_synth(*o); }); }; });
 }
 
 }  // namespace dnnc::cli

@@ -43,8 +43,8 @@ int run_eval(const EvalCliOptions& o) {
   runtime::Dataset test_set = load_split(m, dir, false);
   runtime::ParamStore params = load_weights(m, o.init);
   runtime::ExecutableCache cache(*backend, m, params);
-  runtime::BatchFeed feed = runtime::make_batch_feed(m, runtime::kInferGraph, test_set, m.train.data.mean,
-                                                     m.train.data.std);
+  runtime::BatchFeed feed =
+      runtime::make_batch_feed(m, runtime::kInferGraph, test_set, m.train.data.mean, m.train.data.std);
   runtime::EvalResult r = runtime::evaluate(cache, test_set, feed, o.eval_batch);
   std::cout << fmt::format("test accuracy: {:.4f} ({}/{}) on {} in {:.2f} s\n", r.accuracy(), r.correct, r.total, dir,
                            r.seconds);
@@ -65,8 +65,8 @@ runtime::Dataset load_images(const std::string& path) {
   } else if (a.dims.size() == 4) {
     ds.n = a.dims[0], ds.c = a.dims[1], ds.h = a.dims[2], ds.w = a.dims[3];
   } else {
-    throw std::runtime_error(fmt::format("{}: expected images of rank 3 (n, h, w) or 4 (n, c, h, w), found rank {}",
-                                         path, a.dims.size()));
+    throw std::runtime_error(
+        fmt::format("{}: expected images of rank 3 (n, h, w) or 4 (n, c, h, w), found rank {}", path, a.dims.size()));
   }
   ds.images = std::move(a.data);
   ds.labels.assign(static_cast<size_t>(ds.n), 0);
@@ -76,8 +76,8 @@ runtime::Dataset load_images(const std::string& path) {
 std::vector<int64_t> load_labels(const std::string& path, int64_t n) {
   runtime::IdxArray a = runtime::read_idx(path);
   if (a.dims.size() != 1 || a.dims[0] != n)
-    throw std::runtime_error(fmt::format("{}: expected {} labels (rank 1), found shape of rank {} with {} entries", path,
-                                         n, a.dims.size(), a.dims.empty() ? 0 : a.dims[0]));
+    throw std::runtime_error(fmt::format("{}: expected {} labels (rank 1), found shape of rank {} with {} entries",
+                                         path, n, a.dims.size(), a.dims.empty() ? 0 : a.dims[0]));
   return {a.data.begin(), a.data.end()};
 }
 
@@ -129,9 +129,7 @@ void add_eval_command(CLI::App& app, Runner& run) {
   cmd->add_option("--device", o->device, "auto (best available), cpu, cuda or reference")
       ->check(CLI::IsMember({"auto", "cpu", "cuda", "reference"}));
   cmd->add_option("--eval-batch", o->eval_batch, "batch size")->check(CLI::PositiveNumber);
-  cmd->callback([&run, o] {
-    run = [o] { return guarded([&] { return run_eval(*o); }); };
-  });
+  cmd->callback([&run, o] { run = [o] { return guarded([&] { return run_eval(*o); }); }; });
 }
 
 void add_infer_command(CLI::App& app, Runner& run) {
@@ -139,17 +137,14 @@ void add_infer_command(CLI::App& app, Runner& run) {
   CLI::App* cmd = app.add_subcommand("infer", "Predicted class and softmax probabilities of images");
   cmd->add_option("file", o->file, "model file (.dnn)")->required();
   cmd->add_option("--init", o->init, "state_dict with the weights (.safetensors)")->required();
-  cmd->add_option("--images", o->images, "images: IDX file (.idx / -ubyte, plain or .gz) or CIFAR-10 .bin")
-      ->required();
+  cmd->add_option("--images", o->images, "images: IDX file (.idx / -ubyte, plain or .gz) or CIFAR-10 .bin")->required();
   cmd->add_option("--labels", o->labels, "IDX labels file, to print each image's true label");
   cmd->add_option("--index", o->index, "first image (0-based)")->check(CLI::NonNegativeNumber);
   cmd->add_option("--count", o->count, "number of images (default: all from --index)")->check(CLI::PositiveNumber);
   cmd->add_option("--device", o->device, "auto (best available), cpu, cuda or reference")
       ->check(CLI::IsMember({"auto", "cpu", "cuda", "reference"}));
   cmd->add_flag("--json", o->json, "one JSON object per image with full-precision probs and logits");
-  cmd->callback([&run, o] {
-    run = [o] { return guarded([&] { return run_infer(*o); }); };
-  });
+  cmd->callback([&run, o] { run = [o] { return guarded([&] { return run_infer(*o); }); }; });
 }
 
 }  // namespace dnnc::cli

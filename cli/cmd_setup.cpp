@@ -65,9 +65,10 @@ std::string default_data_dir(const ir::Module& m) {
   const std::string& ds = m.train.data.dataset;
   if (ds == "mnist") return "data/mnist";
   if (ds == "cifar10") return "data/cifar10";
-  throw std::invalid_argument(fmt::format("{}: model {} names no data set (its train block needs `data = mnist(...)` "
-                                          "or `data = cifar10(...)`)",
-                                          m.source_file, m.name));
+  throw std::invalid_argument(
+      fmt::format("{}: model {} names no data set (its train block needs `data = mnist(...)` "
+                  "or `data = cifar10(...)`)",
+                  m.source_file, m.name));
 }
 
 runtime::Dataset load_split(const ir::Module& m, const std::string& dir, bool train) {

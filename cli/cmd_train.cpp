@@ -86,9 +86,10 @@ int run_train(const TrainCliOptions& o) {
   double total_s = since(t2) + compile_s + load_s;
 
   const runtime::TimeSplit& t = r.time;
-  std::cout << fmt::format("{} after {} steps in {:.1f} s: compile {:.2f} s, data {:.2f} s, train {:.1f} s, eval {:.1f} s",
-                           r.stopped_by_max_steps ? "stopped (--steps)" : "done", r.end.step, total_s,
-                           compile_s + t.compile, load_s + t.data, t.train, t.eval);
+  std::cout << fmt::format(
+      "{} after {} steps in {:.1f} s: compile {:.2f} s, data {:.2f} s, train {:.1f} s, eval {:.1f} s",
+      r.stopped_by_max_steps ? "stopped (--steps)" : "done", r.end.step, total_s, compile_s + t.compile,
+      load_s + t.data, t.train, t.eval);
   if (!o.save.empty()) std::cout << fmt::format(", checkpoint {:.2f} s", t.checkpoint);
   std::cout << "\n";
   if (!o.save.empty())
@@ -121,9 +122,7 @@ void add_train_command(CLI::App& app, Runner& run) {
   cmd->add_option("--log-every", o->log_every, "steps between --log step lines")->check(CLI::PositiveNumber);
   cmd->add_option("--eval-batch", o->eval_batch, "batch size of test-set evaluation")->check(CLI::PositiveNumber);
   cmd->add_flag("--no-shuffle", o->no_shuffle, "train every epoch in data set order");
-  cmd->callback([&run, o] {
-    run = [o] { return guarded([&] { return run_train(*o); }); };
-  });
+  cmd->callback([&run, o] { run = [o] { return guarded([&] { return run_train(*o); }); }; });
 }
 
 }  // namespace dnnc::cli

@@ -62,8 +62,7 @@ BackendChoice select_backend(const BackendRegistry& registry, const std::string&
     throw std::runtime_error(fmt::format("no device is available ({})", fmt::join(skipped, "; ")));
   }
   if (std::find(known.begin(), known.end(), device) == known.end())
-    throw std::invalid_argument(
-        fmt::format("unknown device '{}' (expected auto, {})", device, fmt::join(known, ", ")));
+    throw std::invalid_argument(fmt::format("unknown device '{}' (expected auto, {})", device, fmt::join(known, ", ")));
   std::string why = why_unavailable(registry, device);
   if (!why.empty()) throw std::runtime_error(fmt::format("device '{}' is not available: {}", device, why));
   return {create(*registry.find(device)), fmt::format("device: {} (as requested)", device)};

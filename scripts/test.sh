@@ -4,4 +4,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/build.sh
+scripts/fetch-mnist data/mnist || echo "test.sh: could not fetch MNIST; the end-to-end MNIST test will be skipped" >&2
 ctest --test-dir build --no-tests=error --output-on-failure --parallel "$(nproc)" "$@"

@@ -1,10 +1,11 @@
 // The reference interpreter behind the Backend interface: "compiling" binds a graph of a
 // module to a ParamStore and a batch size; running calls run_reference.
+#include "runtime/backend.h"
+
 #include <fmt/format.h>
 
 #include <stdexcept>
 
-#include "runtime/backend.h"
 #include "runtime/reference/interpreter.h"
 
 namespace dnnc::runtime {
@@ -23,8 +24,8 @@ class ReferenceExecutable final : public Executable {
       if (it == inputs.end()) continue;  // run_reference names the missing input
       for (size_t d = 0; d < v.type.shape.size() && d < it->second.rank(); ++d)
         if (v.type.shape[d] == ir::kBatch && it->second.dim(d) != batch_)
-          throw std::runtime_error(fmt::format("reference {}: input '{}' has batch size {}, compiled for {}",
-                                               g_.name, v.name, it->second.dim(d), batch_));
+          throw std::runtime_error(fmt::format("reference {}: input '{}' has batch size {}, compiled for {}", g_.name,
+                                               v.name, it->second.dim(d), batch_));
     }
     return reference::run_reference(m_, g_, inputs, params_);
   }

@@ -38,8 +38,8 @@ BatchFeed make_batch_feed(const ir::Module& m, const std::string& graph, const D
     }
   }
   if (!image)
-    throw std::runtime_error(fmt::format("graph {} of model {} has no f32[{},C,H,W] image input", graph, m.name,
-                                         m.batch_symbol));
+    throw std::runtime_error(
+        fmt::format("graph {} of model {} has no f32[{},C,H,W] image input", graph, m.name, m.batch_symbol));
   const ir::Shape& s = image->type.shape;
   if (s[1] != ds.c || s[2] != ds.h || s[3] != ds.w)
     throw std::runtime_error(fmt::format("model {} input '{}' expects images of {}x{}x{}, the data set has {}x{}x{}",

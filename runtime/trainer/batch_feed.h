@@ -14,8 +14,8 @@
 namespace dnnc::runtime {
 
 struct BatchFeed {
-  std::string image_input;  // the f32 [N, C, H, W] input
-  std::string label_input;  // the i64 [N] input; empty if the graph takes no labels (infer)
+  std::string image_input;        // the f32 [N, C, H, W] input
+  std::string label_input;        // the i64 [N] input; empty if the graph takes no labels (infer)
   std::vector<double> mean, std;  // per-channel normalization (torchvision's Normalize)
 
   /// The graph inputs for samples `indices` of `ds`. Throws std::invalid_argument from

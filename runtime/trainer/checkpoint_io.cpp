@@ -122,8 +122,7 @@ void load_state_dict_file(const ir::Module& m, const std::string& path, ParamSto
 
 std::string training_state_path(const std::string& path) {
   const std::string ext = ".safetensors";
-  if (path.size() > ext.size() && path.ends_with(ext))
-    return path.substr(0, path.size() - ext.size()) + ".train" + ext;
+  if (path.size() > ext.size() && path.ends_with(ext)) return path.substr(0, path.size() - ext.size()) + ".train" + ext;
   return path + ".train" + ext;
 }
 

@@ -21,14 +21,14 @@ void JsonlLog::write(const std::string& line) {
 
 void JsonlLog::on_step(const StepEvent& e) {
   if (e.step % every_ != 0) return;
-  nlohmann::ordered_json j = {{"event", "step"},  {"epoch", e.epoch}, {"batch", e.batch},
-                              {"step", e.step},   {"loss", e.loss},   {"samples_per_s", e.samples_per_s}};
+  nlohmann::ordered_json j = {{"event", "step"}, {"epoch", e.epoch}, {"batch", e.batch},
+                              {"step", e.step},  {"loss", e.loss},   {"samples_per_s", e.samples_per_s}};
   write(j.dump());
 }
 
 void JsonlLog::on_epoch(const EpochEvent& e) {
-  nlohmann::ordered_json j = {{"event", "epoch"},        {"epoch", e.epoch},     {"step", e.step},
-                              {"loss", e.mean_loss},     {"seconds", e.seconds}, {"samples_per_s", e.samples_per_s}};
+  nlohmann::ordered_json j = {{"event", "epoch"},    {"epoch", e.epoch},     {"step", e.step},
+                              {"loss", e.mean_loss}, {"seconds", e.seconds}, {"samples_per_s", e.samples_per_s}};
   if (e.eval) {
     j["test_acc"] = e.eval->accuracy();
     j["test_correct"] = e.eval->correct;

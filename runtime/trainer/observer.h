@@ -23,9 +23,9 @@ struct StepEvent {
 struct EpochEvent {
   int64_t epoch = 0;  // 1-based
   int64_t epochs = 0;
-  int64_t step = 0;        // train steps taken in all at the end of the epoch
-  double mean_loss = 0;    // mean of the losses of this epoch's steps (those run in this process)
-  double seconds = 0;      // wall time of the epoch's steps (data + compute)
+  int64_t step = 0;      // train steps taken in all at the end of the epoch
+  double mean_loss = 0;  // mean of the losses of this epoch's steps (those run in this process)
+  double seconds = 0;    // wall time of the epoch's steps (data + compute)
   double samples_per_s = 0;
   std::optional<EvalResult> eval;  // test accuracy, if a test split was given
 };

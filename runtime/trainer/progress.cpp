@@ -15,8 +15,8 @@ std::string format_duration(double seconds) {
 }
 
 void ProgressPrinter::on_step(const StepEvent& e) {
-  std::string stats = fmt::format("loss {:.4f}  {:.0f} samples/s  ETA {}", e.loss, e.samples_per_s,
-                                  format_duration(e.eta_s));
+  std::string stats =
+      fmt::format("loss {:.4f}  {:.0f} samples/s  ETA {}", e.loss, e.samples_per_s, format_duration(e.eta_s));
   if (!tty_) {
     int64_t every = every_ > 0 ? every_ : std::max<int64_t>(1, (e.batches + 4) / 5);
     if (e.batch % every == 0 || e.batch == e.batches)
@@ -29,9 +29,10 @@ void ProgressPrinter::on_step(const StepEvent& e) {
   last_draw_ = now;
   constexpr int64_t kWidth = 24;
   int64_t filled = e.batches ? e.batch * kWidth / e.batches : kWidth;
-  std::string bar = std::string(static_cast<size_t>(filled), '#') + std::string(static_cast<size_t>(kWidth - filled), '.');
-  out_ << fmt::format("\r\x1b[2Kepoch {}/{} [{}] {}/{} step {}  {}", e.epoch, e.epochs, bar, e.batch, e.batches,
-                      e.step, stats)
+  std::string bar =
+      std::string(static_cast<size_t>(filled), '#') + std::string(static_cast<size_t>(kWidth - filled), '.');
+  out_ << fmt::format("\r\x1b[2Kepoch {}/{} [{}] {}/{} step {}  {}", e.epoch, e.epochs, bar, e.batch, e.batches, e.step,
+                      stats)
        << std::flush;
   bar_open_ = true;
 }
@@ -39,9 +40,8 @@ void ProgressPrinter::on_step(const StepEvent& e) {
 void ProgressPrinter::on_epoch(const EpochEvent& e) {
   if (bar_open_) out_ << "\n";
   bar_open_ = false;
-  std::string acc = e.eval ? fmt::format(", test accuracy {:.4f} ({}/{})", e.eval->accuracy(), e.eval->correct,
-                                         e.eval->total)
-                           : "";
+  std::string acc =
+      e.eval ? fmt::format(", test accuracy {:.4f} ({}/{})", e.eval->accuracy(), e.eval->correct, e.eval->total) : "";
   out_ << fmt::format("epoch {}/{} done: mean loss {:.4f}, {:.1f} s, {:.0f} samples/s{}\n", e.epoch, e.epochs,
                       e.mean_loss, e.seconds, e.samples_per_s, acc)
        << std::flush;

@@ -18,7 +18,10 @@ using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 std::string non_finite_message(int64_t step, int64_t epoch, double loss, const std::vector<std::string>& bad) {
-  std::string msg = fmt::format("step {} (epoch {}): loss is {}", step, epoch, std::isnan(loss) ? "nan" : loss > 0 ? "inf" : "-inf");
+  std::string msg = fmt::format("step {} (epoch {}): loss is {}", step, epoch,
+                                std::isnan(loss) ? "nan"
+                                : loss > 0       ? "inf"
+                                                 : "-inf");
   if (bad.empty()) return msg + "; every parameter is still finite";
   return msg + fmt::format("; non-finite after this step's update: {}", fmt::join(bad, ", "));
 }
@@ -41,15 +44,16 @@ std::vector<std::string> non_finite_params(const ir::Module& m, const ParamStore
 
 void check_options(const Dataset& ds, const TrainOptions& o, const TrainPosition& start) {
   if (o.epochs < 1 || o.batch < 1 || o.eval_batch < 1 || o.max_steps < 0)
-    throw std::invalid_argument(fmt::format("train: epochs ({}), batch ({}) and eval batch ({}) must be >= 1, max steps >= 0",
-                                            o.epochs, o.batch, o.eval_batch));
+    throw std::invalid_argument(
+        fmt::format("train: epochs ({}), batch ({}) and eval batch ({}) must be >= 1, max steps >= 0", o.epochs,
+                    o.batch, o.eval_batch));
   if (ds.n < 1) throw std::invalid_argument("train: the training set is empty");
   int64_t nb = batches_per_epoch(ds.n, o.batch);
   if (start.epoch > o.epochs || (start.epoch == o.epochs && start.batch != 0) || start.batch < 0 || start.batch >= nb ||
       start.step < 0)
-    throw std::invalid_argument(fmt::format(
-        "train: cannot start at epoch {} batch {}: the run has {} epochs of {} batches", start.epoch + 1, start.batch,
-        o.epochs, nb));
+    throw std::invalid_argument(
+        fmt::format("train: cannot start at epoch {} batch {}: the run has {} epochs of {} batches", start.epoch + 1,
+                    start.batch, o.epochs, nb));
 }
 
 }  // namespace
@@ -131,8 +135,13 @@ TrainResult train(ExecutableCache& cache, const Dataset& train_set, const Datase
     }
     if (r.stopped_by_max_steps) break;
     r.end = {e + 1, 0, r.end.step};
-    EpochEvent ev{e + 1, o.epochs, r.end.step, epoch_steps ? loss_sum / static_cast<double>(epoch_steps) : 0.0,
-                  epoch_seconds, epoch_seconds > 0 ? static_cast<double>(epoch_samples) / epoch_seconds : 0.0, {}};
+    EpochEvent ev{e + 1,
+                  o.epochs,
+                  r.end.step,
+                  epoch_steps ? loss_sum / static_cast<double>(epoch_steps) : 0.0,
+                  epoch_seconds,
+                  epoch_seconds > 0 ? static_cast<double>(epoch_samples) / epoch_seconds : 0.0,
+                  {}};
     if (test_set) ev.eval = r.final_eval = run_eval();
     r.epochs.push_back(ev);
     if (observer) observer->on_epoch(ev);

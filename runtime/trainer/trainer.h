@@ -21,8 +21,8 @@ inline constexpr const char* kTrainGraph = "train_step";
 struct TrainOptions {
   int64_t epochs = 1;
   int64_t batch = 1;
-  uint64_t seed = 0;     // the epoch order (parameters are initialised by the caller)
-  bool shuffle = true;   // false: every epoch in data set order
+  uint64_t seed = 0;      // the epoch order (parameters are initialised by the caller)
+  bool shuffle = true;    // false: every epoch in data set order
   int64_t max_steps = 0;  // stop after this many steps of this run; 0: no limit
   int64_t eval_batch = 500;
   std::vector<double> mean, std;  // per-channel input normalization
@@ -39,12 +39,12 @@ struct TimeSplit {
 };
 
 struct TrainResult {
-  std::vector<double> losses;        // every step of this run, in order
-  std::vector<EpochEvent> epochs;    // the epochs completed in this run
-  TrainPosition end;                 // where the run stopped (epoch-end positions are {e+1, 0, steps})
+  std::vector<double> losses;            // every step of this run, in order
+  std::vector<EpochEvent> epochs;        // the epochs completed in this run
+  TrainPosition end;                     // where the run stopped (epoch-end positions are {e+1, 0, steps})
   std::optional<EvalResult> final_eval;  // on the test split after the last step, if one was given
   bool stopped_by_max_steps = false;
-  TimeSplit time;                    // compile here is the backend's share only
+  TimeSplit time;  // compile here is the backend's share only
 };
 
 /// A step whose loss is NaN or infinite. what(): "step 17 (epoch 1): loss is nan" plus the

@@ -1,7 +1,7 @@
 // Tests of the backend registry and `--device` selection (runtime/backends.h).
-#include <catch2/catch.hpp>
-
 #include "runtime/backends.h"
+
+#include <catch2/catch.hpp>
 
 using namespace dnnc::runtime;
 

@@ -51,7 +51,8 @@ TEST_CASE("state_dict names and order are PyTorch's", "[trainer][checkpoint]") {
   }
 }
 
-TEST_CASE("PyTorch's initial params load with --init and give PyTorch's logits and losses", "[trainer][checkpoint][golden]") {
+TEST_CASE("PyTorch's initial params load with --init and give PyTorch's logits and losses",
+          "[trainer][checkpoint][golden]") {
   SafetensorsFile golden = read_safetensors_file("tests/golden/models/mnist_mlp.safetensors");
   auto sgd = nlohmann::json::parse(golden.metadata.at("optimizer.sgd"));
   ir::Module m = test::compile_for_training("models/mnist_mlp.dnn", sgd.at("lr").get<double>());
@@ -95,8 +96,8 @@ TEST_CASE("a checkpoint round-trips every param bit for bit", "[trainer][checkpo
   CHECK(sd.metadata.at("format") == "dnnc-checkpoint");
   CHECK(sd.metadata.at("kind") == "state_dict");
   CHECK(names_of(sd.tensors) == std::vector<std::string>{"bn1.bias", "bn1.num_batches_tracked", "bn1.running_mean",
-                                                         "bn1.running_var", "bn1.weight", "conv1.bias",
-                                                         "conv1.weight", "fc.bias", "fc.weight"});
+                                                         "bn1.running_var", "bn1.weight", "conv1.bias", "conv1.weight",
+                                                         "fc.bias", "fc.weight"});
   ParamStore init = reference::init_params(m, 6);
   load_state_dict_file(m, path, init);
   for (const auto& [name, t] : state_dict(m, params)) {

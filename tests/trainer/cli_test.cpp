@@ -61,7 +61,7 @@ TEST_CASE("dnnc train --steps logs JSON lines, saves, and eval/infer read the ch
   synth(dir);
   std::string model = dnnc::test::kTinyMlp;
   Result r = run_dnnc(dir, "train " + model + " --data " + dir.file("cifar") + " --steps 5 --log-every 1 --log " +
-                           dir.file("log.jsonl") + " --save " + dir.file("ck.safetensors") + " --device auto");
+                               dir.file("log.jsonl") + " --save " + dir.file("ck.safetensors") + " --device auto");
   INFO(r.out << r.err);
   REQUIRE(r.code == 0);
   // One line names the device auto picked and why (reference, or a faster backend if built).
@@ -99,7 +99,7 @@ TEST_CASE("dnnc train --steps logs JSON lines, saves, and eval/infer read the ch
   CHECK(acc_line(ev.out) == acc_line(r.out));
 
   Result inf = run_dnnc(dir, "infer " + model + " --init " + dir.file("ck.safetensors") + " --images " +
-                             dir.file("cifar/test_batch.bin") + " --index 3 --count 2 --json");
+                                 dir.file("cifar/test_batch.bin") + " --index 3 --count 2 --json");
   INFO(inf.out << inf.err);
   REQUIRE(inf.code == 0);
   std::istringstream lines(inf.out);
@@ -118,7 +118,8 @@ TEST_CASE("dnnc train --steps logs JSON lines, saves, and eval/infer read the ch
 TEST_CASE("dnnc train with an exploding lr exits 1 naming the step", "[trainer][cli][nan]") {
   dnnc::test::TempDir dir("cli_nan");
   synth(dir);
-  Result r = run_dnnc(dir, std::string("train ") + dnnc::test::kTinyMlp + " --data " + dir.file("cifar") + " --lr 1e12");
+  Result r =
+      run_dnnc(dir, std::string("train ") + dnnc::test::kTinyMlp + " --data " + dir.file("cifar") + " --lr 1e12");
   INFO(r.out << r.err);
   CHECK(r.code == 1);
   CHECK(r.err.find("error: step ") != std::string::npos);
@@ -128,8 +129,8 @@ TEST_CASE("dnnc train with an exploding lr exits 1 naming the step", "[trainer][
 TEST_CASE("--device cuda without a usable GPU is an error, not a fallback", "[trainer][cli]") {
   dnnc::test::TempDir dir("cli_device");
   synth(dir);
-  Result r = run_dnnc(dir, std::string("train ") + dnnc::test::kTinyMlp + " --data " + dir.file("cifar") +
-                           " --steps 1 --device cuda");
+  Result r = run_dnnc(
+      dir, std::string("train ") + dnnc::test::kTinyMlp + " --data " + dir.file("cifar") + " --steps 1 --device cuda");
   INFO(r.out << r.err);
   CHECK(r.code == 1);
   CHECK(r.err.find("device 'cuda' is not available") != std::string::npos);
@@ -139,7 +140,7 @@ TEST_CASE("dnnc train --init with a foreign checkpoint exits 1 listing the names
   dnnc::test::TempDir dir("cli_init");
   synth(dir);
   Result r = run_dnnc(dir, std::string("train ") + dnnc::test::kTinyMlp + " --data " + dir.file("cifar") +
-                           " --init tests/golden/models/cifar_cnn.safetensors");
+                               " --init tests/golden/models/cifar_cnn.safetensors");
   INFO(r.out << r.err);
   CHECK(r.code == 1);
   CHECK(r.err.find("missing: fc1.weight, fc1.bias, fc2.weight, fc2.bias") != std::string::npos);

@@ -1,9 +1,9 @@
 // Tests of the per-epoch sample order and batching (runtime/trainer/schedule.h).
+#include "runtime/trainer/schedule.h"
+
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <numeric>
-
-#include "runtime/trainer/schedule.h"
 
 using namespace dnnc::runtime;
 

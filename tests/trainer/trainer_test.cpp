@@ -1,10 +1,11 @@
 // Tests of the training loop on synthetic CIFAR-10: learning, --steps, partial batches,
 // deterministic shuffling, resume (epoch boundary and mid-epoch), NaN detection, evaluation.
+#include "runtime/trainer/trainer.h"
+
 #include <catch2/catch.hpp>
 #include <numeric>
 
 #include "runtime/trainer/evaluate.h"
-#include "runtime/trainer/trainer.h"
 #include "trainer_test_util.h"
 
 using namespace dnnc;
@@ -164,7 +165,8 @@ TEST_CASE("a non-finite loss stops training, naming the step, the epoch and the 
     INFO(what);
     CHECK(e.step() >= 2);  // the first loss comes from the initial, finite params
     CHECK(e.epoch() == 1 + (e.step() - 1) / 4);
-    CHECK(what.starts_with("step " + std::to_string(e.step()) + " (epoch " + std::to_string(e.epoch()) + "): loss is "));
+    CHECK(
+        what.starts_with("step " + std::to_string(e.step()) + " (epoch " + std::to_string(e.epoch()) + "): loss is "));
     CHECK(!e.bad_params().empty());
     CHECK(what.find(e.bad_params().front()) != std::string::npos);
   }

@@ -1,9 +1,9 @@
 // Helpers of the trainer tests: compiling a model with recipe overrides (as `dnnc train`
 // does), synthetic data, a counting backend, and temporary directories.
 #pragma once
-#include <cstdint>
 #include <unistd.h>
 
+#include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <string>
