@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   dnnc::cli::add_eval_command(app, run);
   dnnc::cli::add_infer_command(app, run);
   dnnc::cli::add_data_command(app, run);
+  dnnc::cli::add_compile_command(app, run);
   CLI11_PARSE(app, argc, argv);
   return run ? run() : 2;
 }

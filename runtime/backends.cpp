@@ -8,6 +8,8 @@
 #include <cassert>
 #include <stdexcept>
 
+#include "runtime/cpu/cpu_backend.h"
+
 namespace dnnc::runtime {
 
 void BackendRegistry::add(BackendFactory factory) {
@@ -23,6 +25,7 @@ const BackendFactory* BackendRegistry::find(const std::string& name) const {
 
 void register_builtin_backends(BackendRegistry& registry) {
   registry.add({"reference", [] { return std::string(); }, [] { return make_reference_backend(); }});
+  registry.add({"cpu", [] { return cpu::cpu_backend_unavailable_reason(); }, [] { return cpu::make_cpu_backend(); }});
 }
 
 const std::vector<std::string>& device_preference() {

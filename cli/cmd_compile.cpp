@@ -1,0 +1,73 @@
+// `dnnc compile model.dnn --emit=cpp -o DIR`: runs the default pipeline and writes the generated
+// C++ of each executable graph (train_step, infer) as DIR/<model>.<graph>.cpp.
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+#include "cli/commands.h"
+#include "codegen/cpp_printer.h"
+#include "codegen/lower.h"
+#include "ir/verifier.h"
+#include "passes/pass_manager.h"
+
+namespace dnnc::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct CompileOptions {
+  std::string file;
+  std::string emit = "cpp";
+  std::string out_dir;
+  int64_t batch = 0;  // 0: the train block's batch, or 1 without one
+  std::vector<std::string> graphs;
+};
+
+int run_compile(const CompileOptions& o) {
+  ir::Module m = load_module(o.file);
+  ir::verify(m);
+  passes::PassRegistry registry;
+  passes::register_all_passes(registry);
+  passes::run_pipeline(m, registry, {});
+  int64_t batch = o.batch > 0 ? o.batch : (m.train.batch > 0 ? m.train.batch : 1);
+  std::vector<std::string> graphs = o.graphs.empty() ? std::vector<std::string>{"train_step", "infer"} : o.graphs;
+  std::error_code ec;
+  fs::create_directories(o.out_dir, ec);
+  if (ec) throw std::runtime_error(fmt::format("cannot create output directory {}: {}", o.out_dir, ec.message()));
+  std::string stem = fs::path(o.file).stem().string();
+  for (const std::string& name : graphs) {
+    const ir::Graph* g = m.graph(name);
+    if (!g) {
+      if (!o.graphs.empty()) throw std::invalid_argument(fmt::format("model {} has no graph '{}'", m.name, name));
+      continue;  // e.g. a model without a loss has no train_step
+    }
+    std::string source = codegen::print_program_cpp(codegen::lower_graph(m, *g, batch));
+    fs::path path = fs::path(o.out_dir) / fmt::format("{}.{}.cpp", stem, name);
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out << source;
+    if (!out.flush()) throw std::runtime_error(fmt::format("cannot write {}", path.string()));
+    std::cout << fmt::format("wrote {} ({} bytes, batch {})\n", path.string(), source.size(), batch);
+  }
+  return 0;
+}
+
+}  // namespace
+
+void add_compile_command(CLI::App& app, Runner& run) {
+  auto o = std::make_shared<CompileOptions>();
+  CLI::App* cmd = app.add_subcommand("compile", "Generate the kernels' source of a model (after the default pipeline)");
+  cmd->add_option("file", o->file, "model file (.dnn, or .ir text)")->required();
+  cmd->add_option("--emit", o->emit, "what to generate: cpp")->check(CLI::IsMember({"cpp"}));
+  cmd->add_option("-o,--output", o->out_dir, "directory for <model>.<graph>.cpp")->required();
+  cmd->add_option("--batch", o->batch, "batch size to specialise for (default: the train block's)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--graph", o->graphs, "graphs to generate (default: train_step and infer)");
+  cmd->callback([&run, o] {
+    run = [o] { return guarded([&] { return run_compile(*o); }); };
+  });
+}
+
+}  // namespace dnnc::cli

@@ -1,0 +1,338 @@
+// The C++ printer for KernelIR and codegen::Program (see cpp_printer.h for the exported ABI).
+#include "codegen/cpp_printer.h"
+
+#include <fmt/format.h>
+
+#include <cassert>
+#include <climits>
+#include <cmath>
+
+namespace dnnc::codegen {
+
+std::string cpp_float_literal(float v) {
+  if (std::isnan(v)) return "__builtin_nanf(\"\")";
+  if (std::isinf(v)) return v > 0 ? "__builtin_inff()" : "(-__builtin_inff())";
+  std::string s = fmt::format("{:a}f", v);
+  return std::signbit(v) ? "(" + s + ")" : s;
+}
+
+std::string cpp_double_literal(double v) {
+  if (std::isnan(v)) return "__builtin_nan(\"\")";
+  if (std::isinf(v)) return v > 0 ? "__builtin_inf()" : "(-__builtin_inf())";
+  std::string s = fmt::format("{:a}", v);
+  return std::signbit(v) ? "(" + s + ")" : s;
+}
+
+namespace {
+
+const char* c_type(ScalarType t) {
+  switch (t) {
+    case ScalarType::boolean: return "bool";
+    case ScalarType::i64: return "i64";
+    case ScalarType::u64: return "u64";
+    case ScalarType::f32: return "float";
+    case ScalarType::f64: return "double";
+  }
+  return "?";
+}
+
+// A math builtin for the float type of its argument: __builtin_expf / __builtin_exp.
+std::string math_fn(const char* name, ScalarType t) {
+  return std::string("__builtin_") + name + (t == ScalarType::f32 ? "f" : "");
+}
+
+std::string print(const Expr& e, const std::vector<KernelParam>& params) {
+  const ExprNode& n = *e;
+  auto arg = [&](size_t i) { return print(n.args[i], params); };
+  switch (n.kind) {
+    case ExprKind::int_const:
+      if (n.type == ScalarType::u64) return fmt::format("0x{:x}ull", static_cast<uint64_t>(n.int_value));
+      if (n.int_value < 0) return fmt::format("({})", n.int_value);
+      return fmt::format("{}", n.int_value);
+    case ExprKind::float_const:
+      return n.type == ScalarType::f32 ? cpp_float_literal(static_cast<float>(n.float_value))
+                                       : cpp_double_literal(n.float_value);
+    case ExprKind::var: return n.name;
+    case ExprKind::load: return fmt::format("{}[{}]", params.at(static_cast<size_t>(n.param)).name, arg(0));
+    case ExprKind::cast: return fmt::format("(({}){})", c_type(n.type), arg(0));
+    case ExprKind::select: return fmt::format("({} ? {} : {})", arg(0), arg(1), arg(2));
+    case ExprKind::unary: {
+      ScalarType t = n.args[0].type();
+      switch (n.unary) {
+        case UnaryOp::neg: return "(-" + arg(0) + ")";
+        case UnaryOp::logical_not: return "(!" + arg(0) + ")";
+        case UnaryOp::is_nan: return "__builtin_isnan(" + arg(0) + ")";
+        case UnaryOp::abs:
+          return is_float(t) ? math_fn("fabs", t) + "(" + arg(0) + ")" : "__builtin_llabs(" + arg(0) + ")";
+        case UnaryOp::exp: return math_fn("exp", t) + "(" + arg(0) + ")";
+        case UnaryOp::log: return math_fn("log", t) + "(" + arg(0) + ")";
+        case UnaryOp::tanh: return math_fn("tanh", t) + "(" + arg(0) + ")";
+        case UnaryOp::erf: return math_fn("erf", t) + "(" + arg(0) + ")";
+        case UnaryOp::sqrt: return math_fn("sqrt", t) + "(" + arg(0) + ")";
+        case UnaryOp::floor: return math_fn("floor", t) + "(" + arg(0) + ")";
+      }
+      break;
+    }
+    case ExprKind::binary: {
+      int64_t c = 0;
+      if (n.binary == BinaryOp::add && n.type == ScalarType::i64 && is_int_const(n.args[1], &c) && c < 0 &&
+          c != INT64_MIN)
+        return fmt::format("({} - {})", arg(0), -c);
+      std::string a = arg(0), b = arg(1);
+      const char* op = nullptr;
+      switch (n.binary) {
+        case BinaryOp::add: op = "+"; break;
+        case BinaryOp::sub: op = "-"; break;
+        case BinaryOp::mul: op = "*"; break;
+        case BinaryOp::div: op = "/"; break;
+        case BinaryOp::mod: op = "%"; break;
+        case BinaryOp::lt: op = "<"; break;
+        case BinaryOp::le: op = "<="; break;
+        case BinaryOp::gt: op = ">"; break;
+        case BinaryOp::ge: op = ">="; break;
+        case BinaryOp::eq: op = "=="; break;
+        case BinaryOp::ne: op = "!="; break;
+        case BinaryOp::logical_and: op = "&&"; break;
+        case BinaryOp::logical_or: op = "||"; break;
+        case BinaryOp::bit_xor: op = "^"; break;
+        case BinaryOp::shr: op = ">>"; break;
+        case BinaryOp::shl: op = "<<"; break;
+        case BinaryOp::min: return fmt::format("({1} < {0} ? {1} : {0})", a, b);  // std::min
+        case BinaryOp::max: return fmt::format("({0} < {1} ? {1} : {0})", a, b);  // std::max
+        case BinaryOp::pow: return fmt::format("{}({}, {})", math_fn("pow", n.args[0].type()), a, b);
+      }
+      return fmt::format("({} {} {})", a, op, b);
+    }
+  }
+  assert(false && "unknown expression kind");
+  return "";
+}
+
+void print_block(std::string& out, const Block& block, const std::vector<KernelParam>& params, int indent);
+
+void print_stmt(std::string& out, const StmtNode& s, const std::vector<KernelParam>& params, int indent) {
+  std::string pad(static_cast<size_t>(indent) * 2, ' ');
+  auto e = [&](const Expr& x) { return print(x, params); };
+  switch (s.kind) {
+    case StmtKind::loop:
+      if (s.parallel) out += pad + "#pragma omp parallel for num_threads(dnnc_threads) schedule(static)\n";
+      out += fmt::format("{}for (i64 {} = {}; {} < {}; ++{}) {{\n", pad, s.var, e(s.begin), s.var, e(s.end), s.var);
+      print_block(out, s.body, params, indent + 1);
+      out += pad + "}\n";
+      return;
+    case StmtKind::store:
+      out += fmt::format("{}{}[{}] {}= {};\n", pad, params.at(static_cast<size_t>(s.param)).name, e(s.index),
+                         s.accumulate ? "+" : "", e(s.value));
+      return;
+    case StmtKind::let: out += fmt::format("{}{} {} = {};\n", pad, c_type(s.type), s.var, e(s.value)); return;
+    case StmtKind::assign: out += fmt::format("{}{} = {};\n", pad, s.var, e(s.value)); return;
+    case StmtKind::if_:
+      out += fmt::format("{}if ({}) {{\n", pad, e(s.cond));
+      print_block(out, s.body, params, indent + 1);
+      out += pad + "}\n";
+      return;
+    case StmtKind::fail: out += fmt::format("{}if ({}) return {};\n", pad, e(s.cond), s.code); return;
+  }
+}
+
+void print_block(std::string& out, const Block& block, const std::vector<KernelParam>& params, int indent) {
+  for (const Stmt& s : block) print_stmt(out, *s, params, indent);
+}
+
+void print_comment(std::string& out, const std::vector<std::string>& lines) {
+  for (const auto& l : lines) out += "// " + l + "\n";
+}
+
+std::string shape_str(const std::vector<int64_t>& s) {
+  return "[" + fmt::format("{}", fmt::join(s, ",")) + "]";
+}
+
+const char* kPrelude = R"(typedef __INT64_TYPE__ i64;
+typedef __UINT64_TYPE__ u64;
+
+// OpenBLAS (CBLAS row-major interface); declared here so the file needs no headers.
+extern "C" {
+void cblas_sgemm(int order, int trans_a, int trans_b, int m, int n, int k, float alpha, const float* a, int lda,
+                 const float* b, int ldb, float beta, float* c, int ldc);
+void cblas_sgemv(int order, int trans, int m, int n, float alpha, const float* a, int lda, const float* x, int incx,
+                 float beta, float* y, int incy);
+void openblas_set_num_threads(int n);
+}
+
+// Threads of each OpenMP parallel region. OpenBLAS always runs single-threaded inside them,
+// so the two thread pools never compete for cores.
+static int dnnc_threads = 1;
+
+extern "C" void dnnc_set_threads(int n) {
+  dnnc_threads = n < 1 ? 1 : n;
+  openblas_set_num_threads(1);
+}
+
+// C[m,n] = alpha op(A) op(B) + beta C (row-major); rows or columns of one go to sgemv.
+static void dnnc_sgemm(bool ta, bool tb, i64 m, i64 n, i64 k, float alpha, const float* a, i64 lda, const float* b,
+                       i64 ldb, float beta, float* c, i64 ldc) {
+  const int row_major = 101, no_trans = 111, trans = 112;
+  if (m <= 0 || n <= 0) return;
+  if (m == 1) {  // c = op(B)ᵀ · (row 0 of op(A))
+    if (tb) cblas_sgemv(row_major, no_trans, n, k, alpha, b, ldb, a, ta ? lda : 1, beta, c, 1);
+    else cblas_sgemv(row_major, trans, k, n, alpha, b, ldb, a, ta ? lda : 1, beta, c, 1);
+    return;
+  }
+  if (n == 1) {  // c = op(A) · (column 0 of op(B))
+    if (ta) cblas_sgemv(row_major, trans, k, m, alpha, a, lda, b, tb ? 1 : ldb, beta, c, ldc);
+    else cblas_sgemv(row_major, no_trans, m, k, alpha, a, lda, b, tb ? 1 : ldb, beta, c, ldc);
+    return;
+  }
+  cblas_sgemm(row_major, ta ? trans : no_trans, tb ? trans : no_trans, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+// The same GEMM with its rows (or columns, if there are more) split over the threads.
+static void dnnc_sgemm_split(bool ta, bool tb, i64 m, i64 n, i64 k, float alpha, const float* a, i64 lda,
+                             const float* b, i64 ldb, float beta, float* c, i64 ldc) {
+  const int t = dnnc_threads;
+  if (t <= 1) {
+    dnnc_sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    return;
+  }
+  const bool by_rows = m >= n;
+#pragma omp parallel for num_threads(t) schedule(static)
+  for (int i = 0; i < t; ++i) {
+    if (by_rows) {
+      i64 r0 = m * i / t, r1 = m * (i + 1) / t;
+      dnnc_sgemm(ta, tb, r1 - r0, n, k, alpha, ta ? a + r0 : a + r0 * lda, lda, b, ldb, beta, c + r0 * ldc, ldc);
+    } else {
+      i64 c0 = n * i / t, c1 = n * (i + 1) / t;
+      dnnc_sgemm(ta, tb, m, c1 - c0, k, alpha, a, lda, tb ? b + c0 * ldb : b + c0, ldb, beta, c + c0, ldc);
+    }
+  }
+}
+)";
+
+std::string gemm_function(const Program& p, const Step& s, const std::string& name) {
+  const GemmCall& g = s.gemm;
+  std::string out;
+  print_comment(out, s.comment);
+  std::string prod = fmt::format("C[{},{}] = A{} · B{}", g.m, g.n, g.trans_a ? "ᵀ" : "", g.trans_b ? "ᵀ" : "");
+  if (g.batch > 1) prod += fmt::format(", {} problems{}", g.batch, g.accumulate_batches ? " summed" : "");
+  if (g.bias_kind != GemmCall::Bias::none)
+    prod += g.bias_kind == GemmCall::Bias::per_col ? " + bias per column" : " + bias per row";
+  out += "// " + prod + "\n";
+  bool bias = g.bias_kind != GemmCall::Bias::none;
+  out += fmt::format("static void {}(const float* __restrict__ a, const float* __restrict__ b, {}float* __restrict__ c) {{\n",
+                     name, bias ? "const float* __restrict__ bias, " : "");
+  float beta = g.beta;
+  if (bias) {
+    int64_t rows = g.accumulate_batches ? g.m : g.batch * g.m;
+    bool par = rows > 1 && rows * g.n >= (int64_t{1} << 15);
+    if (par) out += "#pragma omp parallel for num_threads(dnnc_threads) schedule(static)\n";
+    out += fmt::format("  for (i64 r = 0; r < {}; ++r) {{\n", rows);
+    out += fmt::format("    float* row = c + r / {} * {} + r % {} * {};\n", g.m, g.accumulate_batches ? 0 : g.stride_c, g.m, g.ldc);
+    out += fmt::format("    for (i64 j = 0; j < {}; ++j) row[j] = bias[{}];\n", g.n,
+                       g.bias_kind == GemmCall::Bias::per_col ? "j" : fmt::format("r % {}", g.m));
+    out += "  }\n";
+    beta = 1.0f;
+  }
+  bool split = g.threads == GemmCall::Threads::split;
+  const char* fn = split ? "dnnc_sgemm_split" : "dnnc_sgemm";
+  auto call = [&](const std::string& ia, const std::string& ib, const std::string& ic, const std::string& beta_s) {
+    return fmt::format("{}({}, {}, {}, {}, {}, {}, a{}, {}, b{}, {}, {}, c{}, {});", fn, g.trans_a ? "true" : "false",
+                       g.trans_b ? "true" : "false", g.m, g.n, g.k, cpp_float_literal(g.alpha), ia, g.lda, ib, g.ldb,
+                       beta_s, ic, g.ldc);
+  };
+  if (g.batch == 1) {
+    out += "  " + call("", "", "", cpp_float_literal(beta)) + "\n";
+  } else {
+    auto off = [](int64_t stride) { return stride == 0 ? std::string() : fmt::format(" + bi * {}", stride); };
+    if (g.threads == GemmCall::Threads::over_batch) {
+      fn = "dnnc_sgemm";
+      out += "#pragma omp parallel for num_threads(dnnc_threads) schedule(static)\n";
+    }
+    out += fmt::format("  for (i64 bi = 0; bi < {}; ++bi) {{\n", g.batch);
+    std::string beta_s = g.accumulate_batches && !bias
+                             ? fmt::format("bi == 0 ? {} : {}", cpp_float_literal(beta), cpp_float_literal(1.0f))
+                             : cpp_float_literal(g.accumulate_batches ? 1.0f : beta);
+    out += "    " + call(off(g.stride_a), off(g.stride_b), off(g.stride_c), beta_s) + "\n";
+    out += "  }\n";
+  }
+  out += "}\n";
+  (void)p;
+  return out;
+}
+
+}  // namespace
+
+std::string print_expr_cpp(const Expr& e, const std::vector<KernelParam>& params) { return print(e, params); }
+
+std::string print_kernel_cpp(const Kernel& k, const std::vector<std::string>& comment) {
+  std::string out;
+  print_comment(out, comment);
+  out += fmt::format("static int {}(", k.name);
+  for (size_t i = 0; i < k.params.size(); ++i) {
+    const KernelParam& p = k.params[i];
+    out += fmt::format("{}{}{}* __restrict__ {}", i ? ", " : "", p.written ? "" : "const ", c_type(p.type), p.name);
+  }
+  out += ") {\n";
+  print_block(out, k.body, k.params, 1);
+  out += "  return 0;\n}\n";
+  return out;
+}
+
+std::string print_program_cpp(const Program& p) {
+  std::string out = fmt::format("// Generated by dnnc: model {}, graph {}, batch {}. Do not edit.\n", p.module_name,
+                                p.graph_name, p.batch);
+  out += kPrelude;
+  std::vector<std::string> fn_names(p.steps.size());
+  for (size_t i = 0; i < p.steps.size(); ++i) {
+    const Step& s = p.steps[i];
+    out += "\n";
+    if (s.kind == Step::Kind::kernel) {
+      const Kernel& k = p.kernels.at(static_cast<size_t>(s.kernel));
+      fn_names[i] = k.name;
+      out += print_kernel_cpp(k, s.comment);
+    } else {
+      fn_names[i] = fmt::format("g{}_gemm", i);
+      out += gemm_function(p, s, fn_names[i]);
+    }
+  }
+
+  out += "\nextern \"C\" int dnnc_run(void** buffers) {\n";
+  for (size_t i = 0; i < p.buffers.size(); ++i) {
+    const Buffer& b = p.buffers[i];
+    bool ro = b.kind == BufferKind::input || b.kind == BufferKind::param ||
+              (b.kind == BufferKind::alias && (p.buffers[static_cast<size_t>(b.alias_of)].kind == BufferKind::input ||
+                                               p.buffers[static_cast<size_t>(b.alias_of)].kind == BufferKind::param));
+    std::string type = fmt::format("{}{}*", ro ? "const " : "", c_type(b.dtype));
+    std::string note = fmt::format("{} {}{}", buffer_kind_name(b.kind), scalar_type_name(b.dtype), shape_str(b.shape));
+    if (!b.value_name.empty()) note += " " + b.value_name;
+    if (b.kind == BufferKind::alias)
+      out += fmt::format("  {} {} = {};  // {}\n", type, b.name, p.buffers[static_cast<size_t>(b.alias_of)].name, note);
+    else
+      out += fmt::format("  {} {} = ({})buffers[{}];  // {}\n", type, b.name, type, i, note);
+  }
+  int error_base = 0;
+  for (size_t i = 0; i < p.steps.size(); ++i) {
+    const Step& s = p.steps[i];
+    std::string args;
+    if (s.kind == Step::Kind::kernel) {
+      for (size_t a = 0; a < s.args.size(); ++a)
+        args += (a ? ", " : "") + p.buffers.at(static_cast<size_t>(s.args[a])).name;
+      const Kernel& k = p.kernels[static_cast<size_t>(s.kernel)];
+      if (k.errors.empty()) {
+        out += fmt::format("  {}({});\n", fn_names[i], args);
+      } else {
+        out += fmt::format("  if (int e = {}({})) return {} + e;\n", fn_names[i], args, error_base);
+        error_base += static_cast<int>(k.errors.size());
+      }
+      continue;
+    }
+    const GemmCall& g = s.gemm;
+    args = p.buffers.at(static_cast<size_t>(g.a)).name + ", " + p.buffers.at(static_cast<size_t>(g.b)).name + ", ";
+    if (g.bias_kind != GemmCall::Bias::none) args += p.buffers.at(static_cast<size_t>(g.bias)).name + ", ";
+    args += p.buffers.at(static_cast<size_t>(g.c)).name;
+    out += fmt::format("  {}({});\n", fn_names[i], args);
+  }
+  out += "  return 0;\n}\n";
+  return out;
+}
+
+}  // namespace dnnc::codegen

@@ -1,0 +1,34 @@
+// The C++ printer: KernelIR kernels and GEMM steps of a codegen::Program as one header-free
+// translation unit (OpenMP outer loops, OpenBLAS calls) exporting `dnnc_run`.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "codegen/program.h"
+
+namespace dnnc::codegen {
+
+/// An exact C++ literal: a hex float with an `f` suffix (`0x1.99999ap-4f`), `__builtin_inff()`,
+/// `-__builtin_inff()` or `__builtin_nanf("")`; never fails.
+std::string cpp_float_literal(float v);
+/// The same for double (no suffix; `__builtin_inf()`, `__builtin_nan("")`).
+std::string cpp_double_literal(double v);
+
+/// One expression as C++ (fully parenthesised, `params` names the kernel's buffers).
+std::string print_expr_cpp(const Expr& e, const std::vector<KernelParam>& params);
+
+/// One kernel as `static int <name>(<params>)`: returns 0, or the code of the first failed
+/// check. `comment` lines are printed above it.
+std::string print_kernel_cpp(const Kernel& k, const std::vector<std::string>& comment);
+
+/// The translation unit of a program. It exports:
+///   extern "C" void dnnc_set_threads(int n);  // OpenMP threads per parallel region (>= 1)
+///   extern "C" int dnnc_run(void** buffers);  // one pointer per Program buffer (aliases and
+///                                             // scratch included: the runtime passes nullptr
+///                                             // for aliases); 0 or 1 + an index into
+///                                             // program_errors(p)
+/// The runtime appends `extern "C" const char dnnc_key[]` (its cache key) before compiling.
+/// Deterministic: the same program always prints the same bytes.
+std::string print_program_cpp(const Program& p);
+
+}  // namespace dnnc::codegen

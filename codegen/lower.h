@@ -1,0 +1,33 @@
+// Lowering: one graph of an ir::Module at a concrete batch size -> codegen::Program. Each group
+// of nodes becomes kernels (KernelIR) and library calls (GEMM); reshape/flatten become aliases.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "codegen/program.h"
+#include "ir/graph.h"
+
+namespace dnnc::codegen {
+
+/// Target-independent choices of the lowering (thresholds are in elements or flops).
+struct LowerOptions {
+  int64_t parallel_min_work = 1 << 15;   // a loop nest is parallel if it touches this many elements
+  int64_t gemm_parallel_flops = 1 << 21; // a GEMM is multi-threaded from this many flops (2mnk)
+  int64_t direct_conv_max_k = 32;        // conv2d with C/groups*kh*kw up to this uses direct loops
+};
+
+/// Lowers graph `g` (of module `m`) with the batch dim bound to `batch`. `groups` lists the
+/// nodes (indices into g.nodes, each in graph order) that form one kernel; every node must be in
+/// exactly one group and groups must be in graph order. Empty `groups`: one group per node.
+/// A group of same-shaped elementwise/broadcast nodes becomes one loop nest; any other group is
+/// lowered node by node. Throws std::runtime_error naming the graph and node if an op has no
+/// lowering, a value is not row_major, a shape is not concrete after binding the batch, or
+/// `batch` < 1 or the groups are malformed.
+Program lower_graph(const ir::Module& m, const ir::Graph& g, int64_t batch, const LowerOptions& options = {},
+                    const std::vector<std::vector<int>>& groups = {});
+
+/// True if `op` has a CPU lowering.
+bool has_lowering(const std::string& op);
+
+}  // namespace dnnc::codegen

@@ -1,0 +1,256 @@
+// conv2d and its backward ops: direct loops for small kernels and grouped convolutions,
+// otherwise im2col / col2im kernels around batched GEMM library calls.
+#include "codegen/lower_ctx.h"
+
+namespace dnnc::codegen {
+
+namespace {
+
+struct ConvGeom {
+  int64_t b, c, h, w, o, cg, og, kh, kw, ho, wo, groups;
+  int64_t s0, s1, p0, p1, d0, d1;
+  int64_t k() const { return cg * kh * kw; }  // im2col rows (one group)
+  int64_t p() const { return ho * wo; }       // im2col columns
+};
+
+ConvGeom geom(const LowerCtx& ctx, const ir::Node& n, const ir::Attrs& a, const Dims& x, const Dims& w,
+              const Dims& y) {
+  if (x.size() != 4 || w.size() != 4 || y.size() != 4) ctx.fail(n, "expected 4-d x, weight and dy");
+  auto pair = [&](const char* key) {
+    const auto& v = ir::attr_ints(a, key);
+    if (v.size() != 2) ctx.fail(n, std::string(key) + " must have 2 entries");
+    return v;
+  };
+  auto st = pair("stride"), pad = pair("padding"), dil = pair("dilation");
+  int64_t groups = ir::attr_int(a, "groups");
+  if (groups < 1 || w[0] % groups != 0 || x[1] != w[1] * groups) ctx.fail(n, "channels disagree with groups");
+  return {x[0], x[1], x[2], x[3], w[0], w[1], w[0] / groups, w[2], w[3], y[2], y[3], groups,
+          st[0], st[1], pad[0], pad[1], dil[0], dil[1]};
+}
+
+// The output rows (or columns) whose input row ih = o*s - p + k*d lies in [0, in), for a kernel
+// offset k given as an expression in [0, kmax).
+std::pair<Expr, Expr> valid_range(Expr k, int64_t kmax, int64_t s, int64_t p, int64_t d, int64_t in, int64_t out) {
+  Expr a = i64c(p) - k * i64c(d);  // o*s >= a
+  int64_t min_a = p - (kmax - 1) * d;
+  Expr lo = s == 1 ? a : floordiv(a + i64c(s - 1), s, min_a + s - 1);
+  Expr hi = (s == 1 ? a + i64c(in - 1) : floordiv(a + i64c(in - 1), s, min_a + in - 1)) + i64c(1);
+  return {max(i64c(0), lo), min(i64c(out), hi)};
+}
+
+// Loops over the kernel taps (ki, kj) and the output cells whose input pixel is inside;
+// f(ki, kj, oh, ow, ih, iw).
+void for_each_tap(KernelBuilder& kb, const ConvGeom& g,
+                  const std::function<void(Expr, Expr)>& per_tap,
+                  const std::function<void(Expr, Expr, Expr, Expr, Expr, Expr)>& f) {
+  kb.loop("ki", g.kh, false, [&](Expr ki) {
+    kb.loop("kj", g.kw, false, [&](Expr kj) {
+      if (per_tap) per_tap(ki, kj);
+      auto [oh0, oh1] = valid_range(ki, g.kh, g.s0, g.p0, g.d0, g.h, g.ho);
+      auto [ow0, ow1] = valid_range(kj, g.kw, g.s1, g.p1, g.d1, g.w, g.wo);
+      kb.loop("oh", oh0, oh1, false, [&](Expr oh) {
+        Expr ih = kb.let("ih", oh * i64c(g.s0) - i64c(g.p0) + ki * i64c(g.d0));
+        kb.loop("ow", ow0, ow1, false, [&](Expr ow) {
+          f(ki, kj, oh, ow, ih, ow * i64c(g.s1) - i64c(g.p1) + kj * i64c(g.d1));
+        });
+      });
+    });
+  });
+}
+
+bool use_direct(const LowerCtx& ctx, const ConvGeom& g) {
+  return g.groups > 1 || g.k() <= ctx.options.direct_conv_max_k;
+}
+
+// Writes the im2col matrix of x for every image: col[b][(c*kh + ki)*kw + kj][oh*wo + ow].
+int emit_im2col(LowerCtx& ctx, const ir::Node& n, const ConvGeom& g, ir::ValueId xv) {
+  int col = ctx.scratch("col", g.b * g.k() * g.p());
+  ctx.comment = {ctx.node_text(n), "  (im2col of " + ctx.graph.value(xv).name + ")"};
+  KernelDraft d(ctx, ctx.kernel_name("im2col"));
+  int x = d.read(ctx.buffer(xv));
+  int cp = d.write(col);
+  KernelBuilder& kb = d.kb;
+  bool padded = g.p0 > 0 || g.p1 > 0;
+  kb.loop("bc", g.b * g.c, ctx.parallel(g.b * g.k() * g.p()), [&](Expr bc) {
+    Expr xbase = kb.let("xbase", bc * i64c(g.h * g.w));
+    // The rows of channel c in image b start at (b*K + c*kh*kw)*P = bc*kh*kw*P.
+    Expr cbase = kb.let("cbase", bc * i64c(g.kh * g.kw * g.p()));
+    if (padded)
+      kb.loop("i", g.kh * g.kw * g.p(), false, [&](Expr i) { kb.store(cp, cbase + i, f32c(0)); });
+    for_each_tap(kb, g, nullptr, [&](Expr ki, Expr kj, Expr oh, Expr ow, Expr ih, Expr iw) {
+      Expr row = ki * i64c(g.kw) + kj;
+      kb.store(cp, cbase + row * i64c(g.p()) + oh * i64c(g.wo) + ow, kb.load(x, xbase + ih * i64c(g.w) + iw));
+    });
+  });
+  ctx.emit(std::move(d));
+  return col;
+}
+
+GemmCall::Threads batch_threads(const LowerCtx& ctx, const GemmCall& c) {
+  int64_t flops = 2 * c.m * c.n * c.k * c.batch;
+  if (flops < ctx.options.gemm_parallel_flops) return GemmCall::Threads::single;
+  return c.batch > 1 && !c.accumulate_batches ? GemmCall::Threads::over_batch : GemmCall::Threads::split;
+}
+
+void lower_conv2d(LowerCtx& ctx, const ir::Node& n, const ir::Attrs& a) {
+  Dims ys = ctx.shape(n.outputs[0]);
+  ConvGeom g = geom(ctx, n, a, ctx.shape(n.inputs[0]), ctx.shape(n.inputs[1]), ys);
+  bool has_bias = n.inputs.size() > 2;
+  if (!use_direct(ctx, g)) {
+    int col = emit_im2col(ctx, n, g, n.inputs[0]);
+    ctx.comment = {ctx.node_text(n)};
+    GemmCall c;
+    c.a = ctx.buffer(n.inputs[1]);
+    c.b = col;
+    c.c = ctx.define(n.outputs[0]);
+    c.m = g.o, c.n = g.p(), c.k = g.k();
+    c.lda = g.k(), c.ldb = g.p(), c.ldc = g.p();
+    c.batch = g.b, c.stride_a = 0, c.stride_b = g.k() * g.p(), c.stride_c = g.o * g.p();
+    if (has_bias) {
+      c.bias = ctx.buffer(n.inputs[2]);
+      c.bias_kind = GemmCall::Bias::per_row;
+    }
+    c.threads = batch_threads(ctx, c);
+    ctx.emit_gemm(c);
+    return;
+  }
+  KernelDraft d(ctx, ctx.kernel_name(n.op));
+  int x = d.read(ctx.buffer(n.inputs[0]));
+  int w = d.read(ctx.buffer(n.inputs[1]));
+  int bias = has_bias ? d.read(ctx.buffer(n.inputs[2])) : -1;
+  int y = d.write(ctx.define(n.outputs[0]));
+  KernelBuilder& kb = d.kb;
+  kb.loop("bo", g.b * g.o, ctx.parallel(product(ys) * g.k()), [&](Expr bo) {
+    Expr b = kb.let("b", bo / i64c(g.o));
+    Expr o = kb.let("o", bo % i64c(g.o));
+    Expr ybase = kb.let("ybase", bo * i64c(g.p()));
+    Expr init = has_bias ? kb.let("bias", kb.load(bias, o)) : f32c(0);
+    kb.loop("i", g.p(), false, [&](Expr i) { kb.store(y, ybase + i, init); });
+    Expr c0 = g.groups == 1 ? i64c(0) : kb.let("c0", o / i64c(g.og) * i64c(g.cg));
+    kb.loop("cw", g.cg, false, [&](Expr cw) {
+      Expr xbase = kb.let("xbase", (b * i64c(g.c) + c0 + cw) * i64c(g.h * g.w));
+      Expr wv;
+      for_each_tap(
+          kb, g,
+          [&](Expr ki, Expr kj) { wv = kb.let("wv", kb.load(w, ((o * i64c(g.cg) + cw) * i64c(g.kh) + ki) * i64c(g.kw) + kj)); },
+          [&](Expr, Expr, Expr oh, Expr ow, Expr ih, Expr iw) {
+            kb.accumulate(y, ybase + oh * i64c(g.wo) + ow, wv * kb.load(x, xbase + ih * i64c(g.w) + iw));
+          });
+    });
+  });
+  ctx.emit(std::move(d));
+}
+
+void lower_conv2d_backward_input(LowerCtx& ctx, const ir::Node& n, const ir::Attrs& a) {
+  Dims xs = ctx.shape(n.outputs[0]);
+  ConvGeom g = geom(ctx, n, a, xs, ctx.shape(n.inputs[1]), ctx.shape(n.inputs[0]));
+  int dcol = -1;
+  if (!use_direct(ctx, g)) {
+    dcol = ctx.scratch("dcol", g.b * g.k() * g.p());
+    GemmCall c;  // dcol_b [K, P] = Wᵀ [K, O] · dy_b [O, P]
+    c.a = ctx.buffer(n.inputs[1]);
+    c.trans_a = true;
+    c.b = ctx.buffer(n.inputs[0]);
+    c.c = dcol;
+    c.m = g.k(), c.n = g.p(), c.k = g.o;
+    c.lda = g.k(), c.ldb = g.p(), c.ldc = g.p();
+    c.batch = g.b, c.stride_a = 0, c.stride_b = g.o * g.p(), c.stride_c = g.k() * g.p();
+    c.threads = batch_threads(ctx, c);
+    ctx.emit_gemm(c);
+  }
+  KernelDraft d(ctx, ctx.kernel_name(dcol >= 0 ? "col2im" : n.op));
+  int dy = dcol >= 0 ? d.read(dcol) : d.read(ctx.buffer(n.inputs[0]));
+  int w = dcol >= 0 ? -1 : d.read(ctx.buffer(n.inputs[1]));
+  int dx = d.write(ctx.define(n.outputs[0]));
+  KernelBuilder& kb = d.kb;
+  kb.loop("bc", g.b * g.c, ctx.parallel(product(xs) * g.kh * g.kw), [&](Expr bc) {
+    Expr xbase = kb.let("xbase", bc * i64c(g.h * g.w));
+    kb.loop("i", g.h * g.w, false, [&](Expr i) { kb.store(dx, xbase + i, f32c(0)); });
+    if (dcol >= 0) {  // scatter-add the columns of this channel back into the image
+      Expr cbase = kb.let("cbase", bc * i64c(g.kh * g.kw * g.p()));
+      for_each_tap(kb, g, nullptr, [&](Expr ki, Expr kj, Expr oh, Expr ow, Expr ih, Expr iw) {
+        Expr row = ki * i64c(g.kw) + kj;
+        kb.accumulate(dx, xbase + ih * i64c(g.w) + iw, kb.load(dy, cbase + row * i64c(g.p()) + oh * i64c(g.wo) + ow));
+      });
+      return;
+    }
+    Expr b = kb.let("b", bc / i64c(g.c));
+    Expr c = kb.let("c", bc % i64c(g.c));
+    Expr cw = g.groups == 1 ? c : kb.let("cw", c % i64c(g.cg));
+    Expr o0 = g.groups == 1 ? i64c(0) : kb.let("o0", c / i64c(g.cg) * i64c(g.og));
+    kb.loop("oi", g.og, false, [&](Expr oi) {
+      Expr o = o0 + oi;
+      Expr ybase = kb.let("ybase", (b * i64c(g.o) + o) * i64c(g.p()));
+      Expr wv;
+      for_each_tap(
+          kb, g,
+          [&](Expr ki, Expr kj) { wv = kb.let("wv", kb.load(w, ((o * i64c(g.cg) + cw) * i64c(g.kh) + ki) * i64c(g.kw) + kj)); },
+          [&](Expr, Expr, Expr oh, Expr ow, Expr ih, Expr iw) {
+            kb.accumulate(dx, xbase + ih * i64c(g.w) + iw, wv * kb.load(dy, ybase + oh * i64c(g.wo) + ow));
+          });
+    });
+  });
+  ctx.emit(std::move(d));
+}
+
+void lower_conv2d_backward_weight(LowerCtx& ctx, const ir::Node& n, const ir::Attrs& a) {
+  Dims ws = ctx.shape(n.outputs[0]);
+  ConvGeom g = geom(ctx, n, a, ctx.shape(n.inputs[1]), ws, ctx.shape(n.inputs[0]));
+  if (g.groups == 1) {
+    int col = emit_im2col(ctx, n, g, n.inputs[1]);
+    ctx.comment = {ctx.node_text(n)};
+    GemmCall c;  // dW [O, K] = Σ_b dy_b [O, P] · col_bᵀ [P, K]
+    c.a = ctx.buffer(n.inputs[0]);
+    c.b = col;
+    c.trans_b = true;
+    c.c = ctx.define(n.outputs[0]);
+    c.m = g.o, c.n = g.k(), c.k = g.p();
+    c.lda = g.p(), c.ldb = g.p(), c.ldc = g.k();
+    c.batch = g.b, c.stride_a = g.o * g.p(), c.stride_b = g.k() * g.p(), c.stride_c = 0;
+    c.accumulate_batches = true;
+    c.threads = batch_threads(ctx, c);
+    ctx.emit_gemm(c);
+    return;
+  }
+  KernelDraft d(ctx, ctx.kernel_name(n.op));
+  int dy = d.read(ctx.buffer(n.inputs[0]));
+  int x = d.read(ctx.buffer(n.inputs[1]));
+  int dw = d.write(ctx.define(n.outputs[0]));
+  KernelBuilder& kb = d.kb;
+  int64_t taps = g.kh * g.kw;
+  kb.loop("ow_idx", g.o * g.cg, ctx.parallel(g.b * g.p() * product(ws)), [&](Expr oc) {
+    Expr o = kb.let("o", oc / i64c(g.cg));
+    Expr cw = kb.let("cw", oc % i64c(g.cg));
+    Expr c = kb.let("c", o / i64c(g.og) * i64c(g.cg) + cw);
+    kb.loop("tap", taps, false, [&](Expr tap) {
+      Expr ki = kb.let("ki", tap / i64c(g.kw));
+      Expr kj = kb.let("kj", tap % i64c(g.kw));
+      Expr acc = kb.let("acc", f32c(0));
+      auto [oh0, oh1] = valid_range(ki, g.kh, g.s0, g.p0, g.d0, g.h, g.ho);
+      auto [ow0, ow1] = valid_range(kj, g.kw, g.s1, g.p1, g.d1, g.w, g.wo);
+      kb.loop("b", g.b, false, [&](Expr b) {
+        Expr ybase = kb.let("ybase", (b * i64c(g.o) + o) * i64c(g.p()));
+        Expr xbase = kb.let("xbase", (b * i64c(g.c) + c) * i64c(g.h * g.w));
+        kb.loop("oh", oh0, oh1, false, [&](Expr oh) {
+          Expr ih = kb.let("ih", oh * i64c(g.s0) - i64c(g.p0) + ki * i64c(g.d0));
+          kb.loop("ow", ow0, ow1, false, [&](Expr ow) {
+            Expr iw = ow * i64c(g.s1) - i64c(g.p1) + kj * i64c(g.d1);
+            kb.assign(acc, acc + kb.load(dy, ybase + oh * i64c(g.wo) + ow) * kb.load(x, xbase + ih * i64c(g.w) + iw));
+          });
+        });
+      });
+      kb.store(dw, oc * i64c(taps) + tap, acc);
+    });
+  });
+  ctx.emit(std::move(d));
+}
+
+}  // namespace
+
+void register_conv_lowerings(LowerTable& t) {
+  t["conv2d"] = lower_conv2d;
+  t["conv2d_backward_input"] = lower_conv2d_backward_input;
+  t["conv2d_backward_weight"] = lower_conv2d_backward_weight;
+}
+
+}  // namespace dnnc::codegen

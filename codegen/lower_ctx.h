@@ -1,0 +1,119 @@
+// Internal to codegen: the state of lowering one graph (buffers by value, the program being
+// built) and the per-family lowering tables. Not part of the public codegen API.
+#pragma once
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "codegen/lower.h"
+#include "ir/attrs.h"
+
+namespace dnnc::codegen {
+
+using Dims = std::vector<int64_t>;
+
+/// Row-major strides of a concrete shape.
+Dims strides_of(const Dims& shape);
+int64_t product(const Dims& shape);
+
+class LowerCtx;
+
+/// A kernel under construction together with the program buffer bound to each of its params.
+class KernelDraft {
+ public:
+  KernelDraft(LowerCtx& ctx, const std::string& name);
+  /// Adds a param bound to program buffer `buffer` (read only / written); returns its index.
+  int read(int buffer);
+  int write(int buffer);
+  KernelBuilder kb;
+  std::vector<int> args;
+
+ private:
+  int add(int buffer, bool written);
+  LowerCtx& ctx_;
+};
+
+class LowerCtx {
+ public:
+  LowerCtx(const ir::Module& m, const ir::Graph& g, int64_t batch, const LowerOptions& o);
+
+  const ir::Module& module;
+  const ir::Graph& graph;
+  int64_t batch;
+  LowerOptions options;
+  Program prog;
+
+  /// Concrete shape / element count of a value.
+  Dims shape(ir::ValueId v) const;
+  int64_t numel(ir::ValueId v) const;
+  /// The buffer holding value `v` (asserts it was created).
+  int buffer(ir::ValueId v) const;
+  /// Creates the intermediate buffer of node result `v`.
+  int define(ir::ValueId v);
+  /// Makes node result `v` an alias of `src`'s storage (reshape, flatten).
+  void define_alias(ir::ValueId v, ir::ValueId src);
+  /// A scratch buffer of `numel` f32 elements.
+  int scratch(const std::string& base, int64_t numel);
+
+  /// Appends a kernel step (comment = the current group's IR lines).
+  void emit(KernelDraft&& d);
+  void emit_gemm(const GemmCall& call);
+
+  /// Whether a loop nest touching `work` elements should run on several threads.
+  bool parallel(int64_t work) const { return work >= options.parallel_min_work; }
+  /// A kernel name for node `n`: "k<step>_<op>".
+  std::string kernel_name(const std::string& op) const;
+
+  std::vector<std::string> comment;  // IR text of the group being lowered
+  [[noreturn]] void fail(const ir::Node& n, const std::string& msg) const;
+  std::string node_text(const ir::Node& n) const;
+
+ private:
+  std::string unique_name(const std::string& base);
+  std::vector<int> value_buffer_;
+  std::vector<std::string> names_;
+};
+
+/// Lowers one node; attrs are the node's attributes completed with the registry's defaults.
+using LowerFn = std::function<void(LowerCtx&, const ir::Node&, const ir::Attrs&)>;
+using LowerTable = std::map<std::string, LowerFn>;
+
+// ---- map (elementwise) ops: fusable into one loop nest -------------------------------------
+
+/// What a map op computes at one element: its results from its operands' values there.
+struct MapEnv {
+  std::vector<Expr> in;      // operand values at this element
+  Expr index;                // the flat (row-major) index of the element in the output
+  std::vector<Expr> hoisted; // values the op's `setup` computed once before the loops
+  KernelBuilder* kb = nullptr;  // for naming a value used twice (kb->let)
+};
+
+struct MapOp {
+  /// Per operand: its strides in terms of the output's dims (0 where broadcast). Empty: the
+  /// operand has the output's shape (contiguous).
+  std::vector<Dims> operand_strides;
+  /// Runs once before the loops (scalars read from operands of one element, error checks).
+  /// `scalars[i]` is operand i's single value if every stride of it is 0, else empty.
+  std::function<std::vector<Expr>(KernelBuilder&, const std::vector<Expr>& scalars)> setup;
+  std::function<std::vector<Expr>(const MapEnv&)> body;
+};
+
+/// The map form of node `n`, or nullopt-like false if it is not a map op.
+bool map_op_of(const LowerCtx& ctx, const ir::Node& n, const ir::Attrs& attrs, MapOp* out);
+
+/// Lowers `nodes` (map ops whose results all have the shape of the first node's first result)
+/// as one loop nest. Values used only inside the group are not stored.
+void lower_map_group(LowerCtx& ctx, const std::vector<const ir::Node*>& nodes);
+
+void register_map_lowerings(LowerTable& t);
+void register_reduce_lowerings(LowerTable& t);
+void register_gemm_lowerings(LowerTable& t);
+void register_conv_lowerings(LowerTable& t);
+void register_pool_lowerings(LowerTable& t);
+void register_norm_lowerings(LowerTable& t);
+
+/// floor(a / s) for s > 0 and a >= min_a (C's / truncates toward zero; this shifts a first).
+Expr floordiv(Expr a, int64_t s, int64_t min_a);
+
+}  // namespace dnnc::codegen

@@ -1,0 +1,414 @@
+// Map (elementwise) ops: their per-element formulas and the loop nest that runs one or several
+// of them over a common output shape, with numpy broadcasting and collapsed contiguous dims.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <numbers>
+#include <set>
+
+#include "codegen/lower_ctx.h"
+#include "ir/op_registry.h"
+
+namespace dnnc::codegen {
+
+namespace {
+
+// Strides of an operand of shape `s` read at the coordinates of `out` (numpy broadcasting).
+Dims broadcast_strides(const Dims& s, const Dims& out) {
+  Dims st(out.size(), 0);
+  Dims own = strides_of(s);
+  size_t off = out.size() - s.size();
+  for (size_t i = 0; i < s.size(); ++i) st[off + i] = s[i] == 1 ? 0 : own[i];
+  return st;
+}
+
+Expr normal_cdf(Expr x) {
+  return f32c(0.5) * (f32c(1) + unary(UnaryOp::erf, x * f32c(std::numbers::sqrt2 / 2)));
+}
+
+Expr normal_pdf(Expr x) {
+  return exp(f32c(-0.5) * x * x) * f32c(std::numbers::inv_sqrtpi / std::numbers::sqrt2);
+}
+
+Expr splitmix64(Expr z) {
+  z = z + u64c(0x9e3779b97f4a7c15ULL);
+  z = binary(BinaryOp::bit_xor, z, binary(BinaryOp::shr, z, u64c(30))) * u64c(0xbf58476d1ce4e5b9ULL);
+  z = binary(BinaryOp::bit_xor, z, binary(BinaryOp::shr, z, u64c(27))) * u64c(0x94d049bb133111ebULL);
+  return binary(BinaryOp::bit_xor, z, binary(BinaryOp::shr, z, u64c(31)));
+}
+
+using Body = std::function<std::vector<Expr>(const MapEnv&)>;
+
+MapOp simple(Body body) {
+  MapOp op;
+  op.body = std::move(body);
+  return op;
+}
+
+// Same-shape unary map: f(x).
+MapOp unary_map(std::function<Expr(Expr)> f) {
+  return simple([f](const MapEnv& e) { return std::vector<Expr>{f(e.in[0])}; });
+}
+
+// Same-shape backward map: f(dy, saved).
+MapOp backward_map(std::function<Expr(Expr, Expr)> f) {
+  return simple([f](const MapEnv& e) { return std::vector<Expr>{f(e.in[0], e.in[1])}; });
+}
+
+MapOp sgd_op(const LowerCtx& ctx, const ir::Node& n, const ir::Attrs& a) {
+  double lr = ir::attr_float(a, "lr"), momentum = ir::attr_float(a, "momentum");
+  double dampening = ir::attr_float(a, "dampening"), wd = ir::attr_float(a, "weight_decay");
+  bool nesterov = ir::attr_bool(a, "nesterov");
+  if (momentum != 0 && n.inputs.size() < 4) ctx.fail(n, "momentum != 0 needs operands momentum_buf and step");
+  MapOp op;
+  if (momentum != 0) {
+    op.operand_strides = {{}, {}, {}, Dims(ctx.shape(n.outputs[0]).size(), 0)};
+    op.setup = [](KernelBuilder& kb, const std::vector<Expr>& s) {
+      kb.fail(unary(UnaryOp::logical_not, ge(s[3], f32c(1))), "sgd_update: step must be >= 1");
+      return std::vector<Expr>{kb.let("first", eq(s[3], f32c(1)))};
+    };
+  }
+  op.body = [=](const MapEnv& e) {
+    Expr p = e.in[0], d_p = e.in[1];
+    if (wd != 0) d_p = d_p + f32c(wd) * p;
+    std::vector<Expr> out;
+    Expr buf;
+    if (momentum != 0) {
+      Expr keep = dampening == 0 ? d_p : f32c(1.0 - dampening) * d_p;
+      buf = e.kb->let("buf", select(e.hoisted[0], d_p, e.in[2] * f32c(momentum) + keep));
+      d_p = nesterov ? d_p + f32c(momentum) * buf : buf;
+    }
+    out.push_back(p + f32c(-lr) * d_p);
+    if (momentum != 0) out.push_back(buf);
+    return out;
+  };
+  return op;
+}
+
+MapOp adam_op(const LowerCtx& ctx, const ir::Node& n, const ir::Attrs& a) {
+  double lr = ir::attr_float(a, "lr"), beta1 = ir::attr_float(a, "beta1"), beta2 = ir::attr_float(a, "beta2");
+  double eps = ir::attr_float(a, "eps"), wd = ir::attr_float(a, "weight_decay");
+  bool decoupled = ir::attr_bool(a, "decoupled");
+  MapOp op;
+  op.operand_strides = {{}, {}, {}, {}, Dims(ctx.shape(n.outputs[0]).size(), 0)};
+  op.setup = [=](KernelBuilder& kb, const std::vector<Expr>& s) {
+    kb.fail(unary(UnaryOp::logical_not, ge(s[4], f32c(1))), "adam_update: step must be >= 1");
+    // Bias corrections in double from the step, as PyTorch computes them on the CPU.
+    Expr step = cast(ScalarType::f64, s[4]);
+    Expr bc1 = f64c(1) - binary(BinaryOp::pow, f64c(beta1), step);
+    Expr bc2 = f64c(1) - binary(BinaryOp::pow, f64c(beta2), step);
+    Expr neg_step_size = kb.let("neg_step_size", ScalarType::f32, -(f64c(lr) / bc1));
+    Expr bc2_sqrt = kb.let("bc2_sqrt", ScalarType::f32, sqrt(bc2));
+    return std::vector<Expr>{neg_step_size, bc2_sqrt};
+  };
+  op.body = [=](const MapEnv& e) {
+    Expr p = e.in[0], g = e.in[1], m = e.in[2], v = e.in[3];
+    if (decoupled) {
+      p = p * f32c(1.0 - lr * wd);
+    } else if (wd != 0) {
+      g = g + f32c(wd) * e.in[0];
+    }
+    float w1 = static_cast<float>(1.0 - beta1);
+    // torch.lerp(m, g, w1) on the CPU: the two-sided form, exact at both ends.
+    Expr m2 = w1 < 0.5f ? m + f32c(w1) * (g - m) : g - (g - m) * f32c(1.0f - w1);
+    Expr v2 = v * f32c(beta2) + f32c(1.0 - beta2) * g * g;
+    Expr denom = sqrt(v2) / e.hoisted[1] + f32c(eps);
+    return std::vector<Expr>{p + e.hoisted[0] * m2 / denom, m2, v2};
+  };
+  return op;
+}
+
+MapOp dropout_op(const LowerCtx& ctx, const ir::Node& n, const ir::Attrs& a) {
+  double p = ir::attr_float(a, "p");
+  int64_t seed = ir::attr_int(a, "seed");
+  if (!(p >= 0.0 && p <= 1.0)) ctx.fail(n, fmt::format("dropout: p must be in [0, 1], found {}", p));
+  float keep_scale = p < 1.0 ? static_cast<float>(1.0 / (1.0 - p)) : 0.0f;
+  MapOp op;
+  op.operand_strides = {{}, Dims(ctx.shape(n.outputs[0]).size(), 0)};
+  op.setup = [=](KernelBuilder& kb, const std::vector<Expr>& s) {
+    Expr step = s[1];
+    kb.fail(binary(BinaryOp::logical_or, unary(UnaryOp::logical_not, ge(step, f32c(0))),
+                   ne(unary(UnaryOp::floor, step), step)),
+            "dropout: step must be a non-negative integer");
+    Expr mix = binary(BinaryOp::bit_xor, u64c(static_cast<uint64_t>(seed)),
+                      binary(BinaryOp::shl, cast(ScalarType::u64, step), u64c(32)));
+    return std::vector<Expr>{kb.let("seed_step", mix)};
+  };
+  op.body = [=](const MapEnv& e) {
+    Expr h = splitmix64(binary(BinaryOp::bit_xor, e.hoisted[0], cast(ScalarType::u64, e.index)));
+    Expr u = cast(ScalarType::f64, binary(BinaryOp::shr, h, u64c(40))) * f64c(0x1.0p-24);
+    Expr mask = select(ge(u, f64c(p)), f32c(keep_scale), f32c(0));
+    return std::vector<Expr>{e.in[0] * mask, mask};
+  };
+  return op;
+}
+
+}  // namespace
+
+bool map_op_of(const LowerCtx& ctx, const ir::Node& n, const ir::Attrs& a, MapOp* out) {
+  const std::string& op = n.op;
+  auto slope = [&] { return f32c(ir::attr_float(a, "negative_slope")); };
+  if (op == "relu") {
+    *out = unary_map([](Expr x) { return select(gt(x, f32c(0)), x, f32c(0)); });
+  } else if (op == "leaky_relu") {
+    Expr s = slope();
+    *out = unary_map([s](Expr x) { return select(gt(x, f32c(0)), x, x * s); });
+  } else if (op == "tanh") {
+    *out = unary_map([](Expr x) { return unary(UnaryOp::tanh, x); });
+  } else if (op == "sigmoid") {
+    *out = unary_map([](Expr x) { return f32c(1) / (f32c(1) + exp(-x)); });
+  } else if (op == "gelu") {
+    *out = unary_map([](Expr x) { return x * normal_cdf(x); });
+  } else if (op == "neg") {
+    *out = unary_map([](Expr x) { return -x; });
+  } else if (op == "add_scalar" || op == "mul_scalar" || op == "div_scalar") {
+    Expr v = f32c(ir::attr_float(a, "value"));
+    char k = op[0];
+    *out = unary_map([v, k](Expr x) { return k == 'a' ? x + v : k == 'm' ? x * v : x / v; });
+  } else if (op == "add" || op == "sub" || op == "mul" || op == "div") {
+    Dims o = ctx.shape(n.outputs[0]);
+    char k = op[0] == 'a' ? '+' : op[0] == 's' ? '-' : op[0] == 'm' ? '*' : '/';
+    *out = simple([k](const MapEnv& e) {
+      Expr x = e.in[0], y = e.in[1];
+      return std::vector<Expr>{k == '+' ? x + y : k == '-' ? x - y : k == '*' ? x * y : x / y};
+    });
+    out->operand_strides = {broadcast_strides(ctx.shape(n.inputs[0]), o), broadcast_strides(ctx.shape(n.inputs[1]), o)};
+  } else if (op == "relu_backward") {
+    *out = backward_map([](Expr g, Expr x) { return select(gt(x, f32c(0)), g, f32c(0)); });
+  } else if (op == "leaky_relu_backward") {
+    Expr s = slope();
+    *out = backward_map([s](Expr g, Expr x) { return select(gt(x, f32c(0)), g, g * s); });
+  } else if (op == "tanh_backward") {
+    *out = backward_map([](Expr g, Expr y) { return g * (f32c(1) - y * y); });
+  } else if (op == "sigmoid_backward") {
+    *out = backward_map([](Expr g, Expr y) { return g * y * (f32c(1) - y); });
+  } else if (op == "gelu_backward") {
+    *out = backward_map([](Expr g, Expr x) { return g * (normal_cdf(x) + x * normal_pdf(x)); });
+  } else if (op == "fill") {
+    Expr v = f32c(ir::attr_float(a, "value"));
+    *out = simple([v](const MapEnv&) { return std::vector<Expr>{v}; });
+  } else if (op == "mse_loss_backward") {
+    double count = static_cast<double>(ctx.numel(n.inputs[1]));
+    *out = simple([](const MapEnv& e) { return std::vector<Expr>{e.hoisted[0] * (e.in[1] - e.in[2])}; });
+    out->operand_strides = {Dims(ctx.shape(n.outputs[0]).size(), 0), {}, {}};
+    out->setup = [count](KernelBuilder& kb, const std::vector<Expr>& s) {
+      return std::vector<Expr>{kb.let("scale", f32c(2) * s[0] / f32c(count))};
+    };
+  } else if (op == "transpose") {
+    const auto& perm = ir::attr_ints(a, "perm");
+    Dims xs = strides_of(ctx.shape(n.inputs[0]));
+    Dims st;
+    for (int64_t p : perm) st.push_back(xs.at(static_cast<size_t>(p)));
+    *out = simple([](const MapEnv& e) { return std::vector<Expr>{e.in[0]}; });
+    out->operand_strides = {st};
+  } else if (op == "batchnorm2d_infer") {
+    Dims o = ctx.shape(n.outputs[0]);
+    if (o.size() != 4) ctx.fail(n, "expected x [B,C,H,W]");
+    Dims per_channel{0, 1, 0, 0};
+    Expr eps = f32c(ir::attr_float(a, "eps"));
+    *out = simple([eps](const MapEnv& e) {
+      Expr alpha = e.in[1] / sqrt(e.in[4] + eps);
+      Expr beta = e.in[2] - e.in[3] * alpha;
+      return std::vector<Expr>{e.in[0] * alpha + beta};
+    });
+    out->operand_strides = {{}, per_channel, per_channel, per_channel, per_channel};
+  } else if (op == "dropout") {
+    *out = dropout_op(ctx, n, a);
+  } else if (op == "sgd_update") {
+    *out = sgd_op(ctx, n, a);
+  } else if (op == "adam_update") {
+    *out = adam_op(ctx, n, a);
+  } else {
+    return false;
+  }
+  return true;
+}
+
+namespace {
+
+// One loop dimension of a map nest: its extent and, per indexed tensor, its stride.
+struct LoopDim {
+  int64_t extent;
+  Dims strides;  // [0] is the output, then one per loaded operand
+};
+
+// Drops size-1 dims and merges neighbours that are contiguous for every tensor.
+std::vector<LoopDim> collapse(std::vector<LoopDim> dims) {
+  std::vector<LoopDim> kept;
+  for (auto& d : dims)
+    if (d.extent != 1) kept.push_back(std::move(d));
+  std::vector<LoopDim> out;
+  for (auto& d : kept) {
+    if (!out.empty()) {
+      LoopDim& prev = out.back();
+      bool ok = true;
+      for (size_t t = 0; t < d.strides.size(); ++t) ok &= prev.strides[t] == d.strides[t] * d.extent;
+      if (ok) {
+        prev.extent *= d.extent;
+        prev.strides = d.strides;
+        continue;
+      }
+    }
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
+// Which values computed by `nodes` are read after the group (later nodes, outputs, updates).
+std::set<ir::ValueId> escaping(const LowerCtx& ctx, const std::vector<const ir::Node*>& nodes) {
+  const ir::Graph& g = ctx.graph;
+  std::set<const ir::Node*> in_group(nodes.begin(), nodes.end());
+  std::set<ir::ValueId> used;
+  for (const ir::Node& n : g.nodes)
+    if (!in_group.count(&n))
+      for (ir::ValueId v : n.inputs) used.insert(v);
+  for (ir::ValueId v : g.outputs) used.insert(v);
+  for (const auto& u : g.updates) used.insert(u.second);
+  std::set<ir::ValueId> out;
+  for (const ir::Node* n : nodes)
+    for (ir::ValueId v : n->outputs)
+      if (used.count(v) || nodes.size() == 1) out.insert(v);
+  return out;
+}
+
+}  // namespace
+
+void lower_map_group(LowerCtx& ctx, const std::vector<const ir::Node*>& nodes) {
+  assert(!nodes.empty() && "an empty map group");
+  Dims out_shape = ctx.shape(nodes[0]->outputs.at(0));
+  Dims out_strides = strides_of(out_shape);
+  size_t rank = out_shape.size();
+
+  std::vector<MapOp> ops;
+  for (const ir::Node* n : nodes) {
+    MapOp op;
+    bool ok = map_op_of(ctx, *n, ir::complete_attrs(*ir::find_op(n->op), n->attrs), &op);
+    assert(ok && "lower_map_group on a non-map op");
+    (void)ok;
+    op.operand_strides.resize(n->inputs.size());
+    for (size_t i = 0; i < n->inputs.size(); ++i)
+      if (op.operand_strides[i].empty()) {
+        if (ctx.shape(n->inputs[i]) != out_shape)
+          ctx.fail(*n, "an operand has neither the result's shape nor broadcast strides");
+        op.operand_strides[i] = out_strides;
+      }
+    for (ir::ValueId o : n->outputs)
+      if (ctx.shape(o) != out_shape) ctx.fail(*n, "results of a map group must share one shape");
+    ops.push_back(std::move(op));
+  }
+
+  std::set<ir::ValueId> stored = escaping(ctx, nodes);
+  std::set<ir::ValueId> defined;  // values computed inside the group
+  for (const ir::Node* n : nodes)
+    for (ir::ValueId o : n->outputs) defined.insert(o);
+
+  KernelDraft d(ctx, ctx.kernel_name(nodes.size() == 1 ? nodes[0]->op : "fused"));
+  // Tensors indexed in the loop nest: the output (0), then each distinct (buffer, strides) read.
+  struct Read {
+    int param;
+    Dims strides;
+  };
+  std::vector<Read> reads;
+  std::map<ir::ValueId, Expr> scalar_of;  // external operands read at a single element
+  auto all_zero = [](const Dims& s) { return std::all_of(s.begin(), s.end(), [](int64_t x) { return x == 0; }); };
+
+  // Params: inputs first (in order of use), then outputs.
+  std::vector<std::vector<int>> read_of(nodes.size());
+  for (size_t k = 0; k < nodes.size(); ++k)
+    for (size_t i = 0; i < nodes[k]->inputs.size(); ++i) {
+      ir::ValueId v = nodes[k]->inputs[i];
+      const Dims& st = ops[k].operand_strides[i];
+      if (defined.count(v)) {
+        if (st != out_strides) ctx.fail(*nodes[k], "a fused operand must be read at the element it was computed");
+        read_of[k].push_back(-1);
+        continue;
+      }
+      int p = d.read(ctx.buffer(v));
+      if (all_zero(st)) {
+        read_of[k].push_back(-2);
+        if (!scalar_of.count(v)) scalar_of[v] = d.kb.let("s_" + std::to_string(scalar_of.size()), d.kb.load(p, i64c(0)));
+        continue;
+      }
+      int r = -1;
+      for (size_t j = 0; j < reads.size(); ++j)
+        if (reads[j].param == p && reads[j].strides == st) r = static_cast<int>(j);
+      if (r < 0) {
+        reads.push_back({p, st});
+        r = static_cast<int>(reads.size()) - 1;
+      }
+      read_of[k].push_back(r);
+    }
+  std::map<ir::ValueId, int> out_param;
+  for (const ir::Node* n : nodes)
+    for (ir::ValueId o : n->outputs)
+      if (stored.count(o)) out_param[o] = d.write(ctx.define(o));  // others live in registers only
+
+  // Setup (once, before the loops).
+  std::vector<std::vector<Expr>> hoisted(nodes.size());
+  for (size_t k = 0; k < nodes.size(); ++k) {
+    if (!ops[k].setup) continue;
+    std::vector<Expr> scalars;
+    for (ir::ValueId v : nodes[k]->inputs) scalars.push_back(scalar_of.count(v) ? scalar_of[v] : Expr());
+    hoisted[k] = ops[k].setup(d.kb, scalars);
+  }
+
+  // The loop nest over collapsed dims.
+  std::vector<LoopDim> dims;
+  for (size_t i = 0; i < rank; ++i) {
+    LoopDim ld{out_shape[i], {out_strides[i]}};
+    for (const Read& r : reads) ld.strides.push_back(r.strides[i]);
+    dims.push_back(std::move(ld));
+  }
+  dims = collapse(std::move(dims));
+  int64_t total = product(out_shape);
+  bool par = ctx.parallel(total * static_cast<int64_t>(nodes.size()));
+
+  std::function<void(size_t, std::vector<Expr>)> nest = [&](size_t level, std::vector<Expr> offsets) {
+    if (level < dims.size()) {
+      d.kb.loop(level == dims.size() - 1 ? "i" : "i" + std::to_string(level), dims[level].extent, par && level == 0,
+                [&](Expr iv) {
+                  std::vector<Expr> next = offsets;
+                  for (size_t t = 0; t < next.size(); ++t) next[t] = next[t] + iv * i64c(dims[level].strides[t]);
+                  nest(level + 1, next);
+                });
+      return;
+    }
+    std::map<ir::ValueId, Expr> value;
+    for (size_t k = 0; k < nodes.size(); ++k) {
+      MapEnv env;
+      env.index = offsets[0];
+      env.kb = &d.kb;
+      env.hoisted = hoisted[k];
+      for (size_t i = 0; i < nodes[k]->inputs.size(); ++i) {
+        ir::ValueId v = nodes[k]->inputs[i];
+        int r = read_of[k][i];
+        if (r == -1) env.in.push_back(value.at(v));
+        else if (r == -2) env.in.push_back(scalar_of.at(v));
+        else env.in.push_back(d.kb.load(reads[static_cast<size_t>(r)].param, offsets[static_cast<size_t>(r) + 1]));
+      }
+      std::vector<Expr> results = ops[k].body(env);
+      assert(results.size() == nodes[k]->outputs.size() && "a map op returned the wrong number of results");
+      for (size_t o = 0; o < results.size(); ++o) {
+        ir::ValueId v = nodes[k]->outputs[o];
+        bool direct = k + 1 == nodes.size() && results.size() == 1;
+        Expr r = direct ? results[o] : d.kb.let("t", results[o]);
+        value[v] = r;
+        if (out_param.count(v)) d.kb.store(out_param[v], offsets[0], r);
+      }
+    }
+  };
+  nest(0, std::vector<Expr>(reads.size() + 1, i64c(0)));
+  ctx.emit(std::move(d));
+}
+
+void register_map_lowerings(LowerTable& t) {
+  for (const char* op : {"relu", "leaky_relu", "tanh", "sigmoid", "gelu", "neg", "add_scalar", "mul_scalar",
+                         "div_scalar", "add", "sub", "mul", "div", "relu_backward", "leaky_relu_backward",
+                         "tanh_backward", "sigmoid_backward", "gelu_backward", "fill", "mse_loss_backward",
+                         "transpose", "batchnorm2d_infer", "dropout", "sgd_update", "adam_update"})
+    t[op] = [](LowerCtx& ctx, const ir::Node& n, const ir::Attrs&) { lower_map_group(ctx, {&n}); };
+}
+
+}  // namespace dnnc::codegen

@@ -1,0 +1,202 @@
+// batchnorm2d (training), layernorm and their backward ops as KernelIR loops: one parallel
+// loop over channels (batchnorm) or rows (layernorm), sums in the reference's order.
+#include <fmt/format.h>
+
+#include "codegen/lower_ctx.h"
+
+namespace dnnc::codegen {
+
+namespace {
+
+// x [B, C, H, W] seen as (B, C, HW); every element of channel c is visited by f(index).
+struct BnGeom {
+  int64_t b, c, hw;
+  int64_t count() const { return b * hw; }
+};
+
+BnGeom bn_geom(const LowerCtx& ctx, const ir::Node& n, const Dims& x) {
+  if (x.size() != 4) ctx.fail(n, "expected x [B,C,H,W]");
+  return {x[0], x[1], x[2] * x[3]};
+}
+
+void for_channel(KernelBuilder& kb, const BnGeom& g, Expr c, const std::function<void(Expr)>& f) {
+  kb.loop("b", g.b, false, [&](Expr b) {
+    Expr base = kb.let("base", (b * i64c(g.c) + c) * i64c(g.hw));
+    kb.loop("i", g.hw, false, [&](Expr i) { f(base + i); });
+  });
+}
+
+void lower_batchnorm(LowerCtx& ctx, const ir::Node& n, const ir::Attrs& a) {
+  BnGeom g = bn_geom(ctx, n, ctx.shape(n.inputs[0]));
+  if (g.count() <= 1)
+    ctx.fail(n, fmt::format("batchnorm2d: expected more than 1 value per channel when training, found {}", g.count()));
+  KernelDraft d(ctx, ctx.kernel_name(n.op));
+  int x = d.read(ctx.buffer(n.inputs[0]));
+  int w = d.read(ctx.buffer(n.inputs[1]));
+  int bias = d.read(ctx.buffer(n.inputs[2]));
+  int rm = d.read(ctx.buffer(n.inputs[3]));
+  int rv = d.read(ctx.buffer(n.inputs[4]));
+  int y = d.write(ctx.define(n.outputs[0]));
+  int mean_out = d.write(ctx.define(n.outputs[1]));
+  int invstd_out = d.write(ctx.define(n.outputs[2]));
+  int rm_out = d.write(ctx.define(n.outputs[3]));
+  int rv_out = d.write(ctx.define(n.outputs[4]));
+  KernelBuilder& kb = d.kb;
+  Expr count = f32c(static_cast<double>(g.count()));
+  Expr m = f32c(ir::attr_float(a, "momentum"));
+  kb.loop("c", g.c, ctx.parallel(g.c * g.count()) && g.c > 1, [&](Expr c) {
+    Expr sum = kb.let("sum", f32c(0));
+    for_channel(kb, g, c, [&](Expr i) { kb.assign(sum, sum + kb.load(x, i)); });
+    Expr mean = kb.let("mean", sum / count);
+    Expr var_sum = kb.let("var_sum", f32c(0));
+    for_channel(kb, g, c, [&](Expr i) {
+      Expr dev = kb.let("dev", kb.load(x, i) - mean);
+      kb.assign(var_sum, var_sum + dev * dev);
+    });
+    Expr invstd = kb.let("invstd", f32c(1) / sqrt(var_sum / count + f32c(ir::attr_float(a, "eps"))));
+    kb.store(mean_out, c, mean);
+    kb.store(invstd_out, c, invstd);
+    kb.store(rm_out, c, m * mean + (f32c(1) - m) * kb.load(rm, c));
+    kb.store(rv_out, c, m * (var_sum / f32c(static_cast<double>(g.count() - 1))) + (f32c(1) - m) * kb.load(rv, c));
+    Expr alpha = kb.let("alpha", invstd * kb.load(w, c));
+    Expr beta = kb.let("beta", kb.load(bias, c) - mean * alpha);
+    for_channel(kb, g, c, [&](Expr i) { kb.store(y, i, kb.load(x, i) * alpha + beta); });
+  });
+  ctx.emit(std::move(d));
+}
+
+void lower_batchnorm_backward(LowerCtx& ctx, const ir::Node& n, const ir::Attrs&) {
+  BnGeom g = bn_geom(ctx, n, ctx.shape(n.inputs[1]));
+  KernelDraft d(ctx, ctx.kernel_name(n.op));
+  int dy = d.read(ctx.buffer(n.inputs[0]));
+  int x = d.read(ctx.buffer(n.inputs[1]));
+  int w = d.read(ctx.buffer(n.inputs[2]));
+  int mean = d.read(ctx.buffer(n.inputs[3]));
+  int invstd = d.read(ctx.buffer(n.inputs[4]));
+  int dx = d.write(ctx.define(n.outputs[0]));
+  int dw = d.write(ctx.define(n.outputs[1]));
+  int db = d.write(ctx.define(n.outputs[2]));
+  KernelBuilder& kb = d.kb;
+  Expr count = f32c(static_cast<double>(g.count()));
+  kb.loop("c", g.c, ctx.parallel(g.c * g.count()) && g.c > 1, [&](Expr c) {
+    Expr mu = kb.let("mu", kb.load(mean, c));
+    Expr is = kb.let("is", kb.load(invstd, c));
+    Expr sum = kb.let("sum", f32c(0));
+    Expr dotp = kb.let("dotp", f32c(0));
+    for_channel(kb, g, c, [&](Expr i) {
+      Expr gy = kb.let("gy", kb.load(dy, i));
+      kb.assign(sum, sum + gy);
+      kb.assign(dotp, dotp + (kb.load(x, i) - mu) * gy);
+    });
+    Expr k = kb.let("k", dotp * is * is / count);
+    Expr grad_mean = kb.let("grad_mean", sum / count);
+    Expr wc = kb.let("wc", kb.load(w, c));
+    for_channel(kb, g, c, [&](Expr i) {
+      Expr proj = (kb.load(x, i) - mu) * k;
+      kb.store(dx, i, (kb.load(dy, i) - grad_mean - proj) * is * wc);
+    });
+    kb.store(dw, c, dotp * is);
+    kb.store(db, c, sum);
+  });
+  ctx.emit(std::move(d));
+}
+
+// Rows of layernorm's input: (rows, d) with d = numel(normalized_shape).
+std::pair<int64_t, int64_t> ln_rows(const LowerCtx& ctx, const ir::Node& n, const ir::Attrs& a, ir::ValueId x) {
+  int64_t d = product(Dims(ir::attr_ints(a, "normalized_shape").begin(), ir::attr_ints(a, "normalized_shape").end()));
+  int64_t total = ctx.numel(x);
+  if (d <= 0 || total % d != 0) ctx.fail(n, "x does not end in normalized_shape");
+  return {total / d, d};
+}
+
+void lower_layernorm(LowerCtx& ctx, const ir::Node& n, const ir::Attrs& a) {
+  auto [rows, dim] = ln_rows(ctx, n, a, n.inputs[0]);
+  KernelDraft d(ctx, ctx.kernel_name(n.op));
+  int x = d.read(ctx.buffer(n.inputs[0]));
+  int w = d.read(ctx.buffer(n.inputs[1]));
+  int bias = d.read(ctx.buffer(n.inputs[2]));
+  int y = d.write(ctx.define(n.outputs[0]));
+  int mean_out = d.write(ctx.define(n.outputs[1]));
+  int invstd_out = d.write(ctx.define(n.outputs[2]));
+  KernelBuilder& kb = d.kb;
+  Expr count = f32c(static_cast<double>(dim));
+  kb.loop("r", rows, ctx.parallel(rows * dim) && rows > 1, [&](Expr r) {
+    Expr base = kb.let("base", r * i64c(dim));
+    Expr sum = kb.let("sum", f32c(0));
+    kb.loop("j", dim, false, [&](Expr j) { kb.assign(sum, sum + kb.load(x, base + j)); });
+    Expr mean = kb.let("mean", sum / count);
+    Expr var = kb.let("var", f32c(0));
+    kb.loop("j", dim, false, [&](Expr j) {
+      Expr dev = kb.let("dev", kb.load(x, base + j) - mean);
+      kb.assign(var, var + dev * dev);
+    });
+    Expr invstd = kb.let("invstd", f32c(1) / sqrt(var / count + f32c(ir::attr_float(a, "eps"))));
+    kb.store(mean_out, r, mean);
+    kb.store(invstd_out, r, invstd);
+    kb.loop("j", dim, false, [&](Expr j) {
+      kb.store(y, base + j, (kb.load(x, base + j) - mean) * invstd * kb.load(w, j) + kb.load(bias, j));
+    });
+  });
+  ctx.emit(std::move(d));
+}
+
+void lower_layernorm_backward(LowerCtx& ctx, const ir::Node& n, const ir::Attrs& a) {
+  auto [rows, dim] = ln_rows(ctx, n, a, n.inputs[1]);
+  KernelDraft d(ctx, ctx.kernel_name(n.op));
+  int dy = d.read(ctx.buffer(n.inputs[0]));
+  int x = d.read(ctx.buffer(n.inputs[1]));
+  int w = d.read(ctx.buffer(n.inputs[2]));
+  int mean = d.read(ctx.buffer(n.inputs[3]));
+  int invstd = d.read(ctx.buffer(n.inputs[4]));
+  int dx = d.write(ctx.define(n.outputs[0]));
+  int dw = d.write(ctx.define(n.outputs[1]));
+  int db = d.write(ctx.define(n.outputs[2]));
+  KernelBuilder& kb = d.kb;
+  Expr count = f32c(static_cast<double>(dim));
+  bool par = ctx.parallel(rows * dim);
+  kb.loop("r", rows, par && rows > 1, [&](Expr r) {
+    Expr base = kb.let("base", r * i64c(dim));
+    Expr mu = kb.let("mu", kb.load(mean, r));
+    Expr is = kb.let("is", kb.load(invstd, r));
+    Expr mean_g = kb.let("mean_g", f32c(0));
+    Expr mean_gx = kb.let("mean_gx", f32c(0));
+    kb.loop("j", dim, false, [&](Expr j) {
+      Expr xhat = kb.let("xhat", (kb.load(x, base + j) - mu) * is);
+      Expr gv = kb.let("g", kb.load(dy, base + j) * kb.load(w, j));
+      kb.assign(mean_g, mean_g + gv);
+      kb.assign(mean_gx, mean_gx + gv * xhat);
+    });
+    kb.assign(mean_g, mean_g / count);
+    kb.assign(mean_gx, mean_gx / count);
+    kb.loop("j", dim, false, [&](Expr j) {
+      Expr xhat = (kb.load(x, base + j) - mu) * is;
+      Expr gv = kb.load(dy, base + j) * kb.load(w, j);
+      kb.store(dx, base + j, is * (gv - mean_g - xhat * mean_gx));
+    });
+  });
+  // Parameter gradients: a second pass over columns, summing over rows in order.
+  kb.loop("j", dim, par && dim > 1, [&](Expr j) {
+    Expr sw = kb.let("sw", f32c(0));
+    Expr sb = kb.let("sb", f32c(0));
+    kb.loop("r", rows, false, [&](Expr r) {
+      Expr gy = kb.let("gy", kb.load(dy, r * i64c(dim) + j));
+      Expr xhat = (kb.load(x, r * i64c(dim) + j) - kb.load(mean, r)) * kb.load(invstd, r);
+      kb.assign(sw, sw + gy * xhat);
+      kb.assign(sb, sb + gy);
+    });
+    kb.store(dw, j, sw);
+    kb.store(db, j, sb);
+  });
+  ctx.emit(std::move(d));
+}
+
+}  // namespace
+
+void register_norm_lowerings(LowerTable& t) {
+  t["batchnorm2d"] = lower_batchnorm;
+  t["batchnorm2d_backward"] = lower_batchnorm_backward;
+  t["layernorm"] = lower_layernorm;
+  t["layernorm_backward"] = lower_layernorm_backward;
+}
+
+}  // namespace dnnc::codegen

@@ -1,0 +1,162 @@
+// maxpool2d / avgpool2d and their backward ops as KernelIR loops over (image, channel) planes,
+// with PyTorch's window rules (max: first maximum, NaN propagates; avg: count_include_pad).
+#include <limits>
+
+#include "codegen/lower_ctx.h"
+#include "ir/shape_check.h"
+
+namespace dnnc::codegen {
+
+namespace {
+
+struct PoolGeom {
+  int64_t bc, h, w, ho, wo, k0, k1, s0, s1, p0, p1;
+};
+
+PoolGeom geom(const LowerCtx& ctx, const ir::Node& n, const ir::Attrs& a, const Dims& x, const Dims& y) {
+  if (x.size() != 4 || y.size() != 4) ctx.fail(n, "expected x [B,C,H,W]");
+  const auto& k = ir::attr_ints(a, "kernel");
+  const auto& p = ir::attr_ints(a, "padding");
+  if (k.size() != 2 || p.size() != 2) ctx.fail(n, "kernel and padding must have 2 entries");
+  std::array<int64_t, 2> s;
+  try {
+    s = ir::pool_stride(n.op, a);
+  } catch (const std::exception& e) {
+    ctx.fail(n, e.what());
+  }
+  return {x[0] * x[1], x[2], x[3], y[2], y[3], k[0], k[1], s[0], s[1], p[0], p[1]};
+}
+
+// The clipped window of output cell (oh, ow): rows [h0, h1), columns [w0, w1).
+struct Window {
+  Expr h0, h1, w0, w1;
+};
+
+Window max_window(KernelBuilder& kb, const PoolGeom& g, Expr oh, Expr ow) {
+  Expr h0 = kb.let("h0", oh * i64c(g.s0) - i64c(g.p0));
+  Expr w0 = kb.let("w0", ow * i64c(g.s1) - i64c(g.p1));
+  return {max(h0, i64c(0)), min(h0 + i64c(g.k0), i64c(g.h)), max(w0, i64c(0)), min(w0 + i64c(g.k1), i64c(g.w))};
+}
+
+// PyTorch's avg_pool2d window and divisor; returns the divisor as an i64 expression.
+Expr avg_window(KernelBuilder& kb, const PoolGeom& g, bool include_pad, Expr oh, Expr ow, Window* win) {
+  Expr h0 = kb.let("h0", oh * i64c(g.s0) - i64c(g.p0));
+  Expr w0 = kb.let("w0", ow * i64c(g.s1) - i64c(g.p1));
+  Expr h1 = kb.let("h1", min(h0 + i64c(g.k0), i64c(g.h + g.p0)));
+  Expr w1 = kb.let("w1", min(w0 + i64c(g.k1), i64c(g.w + g.p1)));
+  Expr padded = (h1 - h0) * (w1 - w0);
+  *win = {kb.let("ch0", max(h0, i64c(0))), kb.let("ch1", min(h1, i64c(g.h))), kb.let("cw0", max(w0, i64c(0))),
+          kb.let("cw1", min(w1, i64c(g.w)))};
+  return kb.let("divisor", include_pad ? padded : (win->h1 - win->h0) * (win->w1 - win->w0));
+}
+
+// Loops over planes and output cells: f(xbase, ybase, oh, ow).
+void for_each_cell(LowerCtx& ctx, KernelBuilder& kb, const PoolGeom& g, int dx_zero,
+                   const std::function<void(Expr, Expr, Expr, Expr)>& f) {
+  int64_t work = g.bc * std::max(g.h * g.w, g.ho * g.wo * g.k0 * g.k1);
+  kb.loop("bc", g.bc, ctx.parallel(work) && g.bc > 1, [&](Expr bc) {
+    Expr xbase = kb.let("xbase", bc * i64c(g.h * g.w));
+    Expr ybase = kb.let("ybase", bc * i64c(g.ho * g.wo));
+    if (dx_zero >= 0) kb.loop("i", g.h * g.w, false, [&](Expr i) { kb.store(dx_zero, xbase + i, f32c(0)); });
+    kb.loop("oh", g.ho, false, [&](Expr oh) {
+      kb.loop("ow", g.wo, false, [&](Expr ow) { f(xbase, ybase, oh, ow); });
+    });
+  });
+}
+
+// The first maximum of the window (a NaN counts as a new maximum): its index within the plane.
+Expr window_argmax(KernelBuilder& kb, int x, const PoolGeom& g, Expr xbase, Expr oh, Expr ow, Expr* value) {
+  Window win = max_window(kb, g, oh, ow);
+  Expr best = kb.let("best", win.h0 * i64c(g.w) + win.w0);
+  Expr best_val = kb.let("best_val", f32c(-std::numeric_limits<float>::infinity()));
+  kb.loop("ih", win.h0, win.h1, false, [&](Expr ih) {
+    kb.loop("iw", win.w0, win.w1, false, [&](Expr iw) {
+      Expr v = kb.let("v", kb.load(x, xbase + ih * i64c(g.w) + iw));
+      kb.if_(binary(BinaryOp::logical_or, gt(v, best_val), unary(UnaryOp::is_nan, v)), [&] {
+        kb.assign(best_val, v);
+        kb.assign(best, ih * i64c(g.w) + iw);
+      });
+    });
+  });
+  if (value) *value = best_val;
+  return best;
+}
+
+void lower_maxpool(LowerCtx& ctx, const ir::Node& n, const ir::Attrs& a) {
+  PoolGeom g = geom(ctx, n, a, ctx.shape(n.inputs[0]), ctx.shape(n.outputs[0]));
+  KernelDraft d(ctx, ctx.kernel_name(n.op));
+  int x = d.read(ctx.buffer(n.inputs[0]));
+  int y = d.write(ctx.define(n.outputs[0]));
+  KernelBuilder& kb = d.kb;
+  for_each_cell(ctx, kb, g, -1, [&](Expr xbase, Expr ybase, Expr oh, Expr ow) {
+    Expr best_val;
+    Expr best = window_argmax(kb, x, g, xbase, oh, ow, &best_val);
+    kb.store(y, ybase + oh * i64c(g.wo) + ow, kb.load(x, xbase + best));
+  });
+  ctx.emit(std::move(d));
+}
+
+void lower_maxpool_backward(LowerCtx& ctx, const ir::Node& n, const ir::Attrs& a) {
+  PoolGeom g = geom(ctx, n, a, ctx.shape(n.inputs[1]), ctx.shape(n.inputs[0]));
+  KernelDraft d(ctx, ctx.kernel_name(n.op));
+  int dy = d.read(ctx.buffer(n.inputs[0]));
+  int x = d.read(ctx.buffer(n.inputs[1]));
+  int dx = d.write(ctx.define(n.outputs[0]));
+  KernelBuilder& kb = d.kb;
+  for_each_cell(ctx, kb, g, dx, [&](Expr xbase, Expr ybase, Expr oh, Expr ow) {
+    Expr best = window_argmax(kb, x, g, xbase, oh, ow, nullptr);
+    kb.accumulate(dx, xbase + best, kb.load(dy, ybase + oh * i64c(g.wo) + ow));
+  });
+  ctx.emit(std::move(d));
+}
+
+void lower_avgpool(LowerCtx& ctx, const ir::Node& n, const ir::Attrs& a) {
+  PoolGeom g = geom(ctx, n, a, ctx.shape(n.inputs[0]), ctx.shape(n.outputs[0]));
+  bool include_pad = ir::attr_bool(a, "count_include_pad");
+  KernelDraft d(ctx, ctx.kernel_name(n.op));
+  int x = d.read(ctx.buffer(n.inputs[0]));
+  int y = d.write(ctx.define(n.outputs[0]));
+  KernelBuilder& kb = d.kb;
+  for_each_cell(ctx, kb, g, -1, [&](Expr xbase, Expr ybase, Expr oh, Expr ow) {
+    Window win;
+    Expr divisor = avg_window(kb, g, include_pad, oh, ow, &win);
+    Expr sum = kb.let("sum", f32c(0));
+    kb.loop("ih", win.h0, win.h1, false, [&](Expr ih) {
+      kb.loop("iw", win.w0, win.w1, false, [&](Expr iw) { kb.assign(sum, sum + kb.load(x, xbase + ih * i64c(g.w) + iw)); });
+    });
+    kb.store(y, ybase + oh * i64c(g.wo) + ow,
+             select(gt(divisor, i64c(0)), sum / cast(ScalarType::f32, divisor), f32c(0)));
+  });
+  ctx.emit(std::move(d));
+}
+
+void lower_avgpool_backward(LowerCtx& ctx, const ir::Node& n, const ir::Attrs& a) {
+  PoolGeom g = geom(ctx, n, a, ctx.shape(n.inputs[1]), ctx.shape(n.inputs[0]));
+  bool include_pad = ir::attr_bool(a, "count_include_pad");
+  KernelDraft d(ctx, ctx.kernel_name(n.op));
+  int dy = d.read(ctx.buffer(n.inputs[0]));
+  int dx = d.write(ctx.define(n.outputs[0]));
+  KernelBuilder& kb = d.kb;
+  for_each_cell(ctx, kb, g, dx, [&](Expr xbase, Expr ybase, Expr oh, Expr ow) {
+    Window win;
+    Expr divisor = avg_window(kb, g, include_pad, oh, ow, &win);
+    kb.if_(gt(divisor, i64c(0)), [&] {
+      Expr grad = kb.let("grad", kb.load(dy, ybase + oh * i64c(g.wo) + ow) / cast(ScalarType::f32, divisor));
+      kb.loop("ih", win.h0, win.h1, false, [&](Expr ih) {
+        kb.loop("iw", win.w0, win.w1, false, [&](Expr iw) { kb.accumulate(dx, xbase + ih * i64c(g.w) + iw, grad); });
+      });
+    });
+  });
+  ctx.emit(std::move(d));
+}
+
+}  // namespace
+
+void register_pool_lowerings(LowerTable& t) {
+  t["maxpool2d"] = lower_maxpool;
+  t["maxpool2d_backward"] = lower_maxpool_backward;
+  t["avgpool2d"] = lower_avgpool;
+  t["avgpool2d_backward"] = lower_avgpool_backward;
+}
+
+}  // namespace dnnc::codegen

@@ -1,0 +1,253 @@
+// Reductions: reduce_sum over any axes, the softmax family along one axis, and the losses.
+// Every sum runs in the reference interpreter's order (row-major over the reduced coordinates,
+// float accumulators), so results match it up to the compiler's contraction of a*b+c.
+#include <limits>
+
+#include "codegen/lower_ctx.h"
+
+namespace dnnc::codegen {
+
+namespace {
+
+// One dim of reduce_sum after merging neighbours: extent, reduced or kept, strides in x and out.
+struct RDim {
+  int64_t extent;
+  bool reduced;
+  int64_t x_stride = 0, out_stride = 0;
+};
+
+void lower_reduce_sum(LowerCtx& ctx, const ir::Node& n, const ir::Attrs& a) {
+  Dims xs = ctx.shape(n.inputs[0]);
+  std::vector<bool> reduced(xs.size(), false);
+  for (int64_t ax : ir::attr_ints(a, "axes")) {
+    int64_t r = static_cast<int64_t>(xs.size());
+    if (ax < -r || ax >= r) ctx.fail(n, "axis out of range");
+    reduced[static_cast<size_t>(ax < 0 ? ax + r : ax)] = true;
+  }
+  std::vector<RDim> dims;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    if (xs[i] == 1) continue;
+    if (!dims.empty() && dims.back().reduced == reduced[i]) dims.back().extent *= xs[i];
+    else dims.push_back({xs[i], reduced[i]});
+  }
+  int64_t xstride = 1, ostride = 1;
+  for (size_t i = dims.size(); i-- > 0;) {
+    dims[i].x_stride = xstride;
+    xstride *= dims[i].extent;
+    if (!dims[i].reduced) {
+      dims[i].out_stride = ostride;
+      ostride *= dims[i].extent;
+    }
+  }
+  int64_t out_numel = ctx.numel(n.outputs[0]), total = ctx.numel(n.inputs[0]);
+
+  KernelDraft d(ctx, ctx.kernel_name(n.op));
+  int x = d.read(ctx.buffer(n.inputs[0]));
+  int y = d.write(ctx.define(n.outputs[0]));
+  KernelBuilder& kb = d.kb;
+  bool last_reduced = dims.empty() || dims.back().reduced;
+  if (last_reduced) {
+    // Output-stationary: kept coordinates outermost, then the reduced ones in order into a scalar.
+    std::vector<RDim> kept, red;
+    for (const RDim& r : dims) (r.reduced ? red : kept).push_back(r);
+    kb.loop("o", out_numel, ctx.parallel(total) && out_numel > 1, [&](Expr o) {
+      Expr base = i64c(0);
+      for (const RDim& k : kept) base = base + (o / i64c(k.out_stride)) % i64c(k.extent) * i64c(k.x_stride);
+      Expr acc = kb.let("acc", f32c(0));
+      std::function<void(size_t, Expr)> nest = [&](size_t level, Expr off) {
+        if (level == red.size()) {
+          kb.assign(acc, acc + kb.load(x, off));
+          return;
+        }
+        kb.loop("r", red[level].extent, false, [&](Expr r) { nest(level + 1, off + r * i64c(red[level].x_stride)); });
+      };
+      nest(0, base);
+      kb.store(y, o, acc);
+    });
+  } else {
+    // Innermost dim kept: zero the output, then accumulate in x's order (vectorizes over it).
+    kb.loop("o", out_numel, false, [&](Expr o) { kb.store(y, o, f32c(0)); });
+    bool par = !dims.front().reduced && ctx.parallel(total);
+    std::function<void(size_t, Expr, Expr)> nest = [&](size_t level, Expr xo, Expr yo) {
+      if (level == dims.size()) {
+        kb.accumulate(y, yo, kb.load(x, xo));
+        return;
+      }
+      const RDim& r = dims[level];
+      kb.loop(r.reduced ? "r" : "k", r.extent, par && level == 0, [&](Expr i) {
+        nest(level + 1, xo + i * i64c(r.x_stride), yo + i * i64c(r.out_stride));
+      });
+    };
+    nest(0, i64c(0), i64c(0));
+  }
+  ctx.emit(std::move(d));
+}
+
+// The [outer, n, inner] view of a tensor around `axis`.
+struct AxisView {
+  int64_t outer = 1, n = 1, inner = 1;
+};
+
+AxisView axis_view(const LowerCtx& ctx, const ir::Node& n, const Dims& s, int64_t axis) {
+  int64_t r = static_cast<int64_t>(s.size());
+  if (axis < -r || axis >= r) ctx.fail(n, "axis out of range");
+  size_t ax = static_cast<size_t>(axis < 0 ? axis + r : axis);
+  AxisView v;
+  for (size_t i = 0; i < ax; ++i) v.outer *= s[i];
+  v.n = s[ax];
+  for (size_t i = ax + 1; i < s.size(); ++i) v.inner *= s[i];
+  return v;
+}
+
+// Runs `row(base, inner)` for every row along the axis; element k of a row is at base + k*inner.
+void for_each_row(LowerCtx& ctx, KernelBuilder& kb, const AxisView& v,
+                  const std::function<void(Expr base, int64_t step)>& row) {
+  int64_t rows = v.outer * v.inner;
+  kb.loop("row", rows, ctx.parallel(rows * v.n) && rows > 1, [&](Expr r) {
+    Expr base = v.inner == 1 ? r * i64c(v.n) : (r / i64c(v.inner)) * i64c(v.n * v.inner) + r % i64c(v.inner);
+    row(base, v.inner);
+  });
+}
+
+Expr row_max(KernelBuilder& kb, int x, Expr base, int64_t step, int64_t n) {
+  Expr mx = kb.let("mx", f32c(-std::numeric_limits<float>::infinity()));
+  kb.loop("c", n, false, [&](Expr c) { kb.assign(mx, max(mx, kb.load(x, base + c * i64c(step)))); });
+  return mx;
+}
+
+Expr row_sum_exp(KernelBuilder& kb, int x, Expr base, int64_t step, int64_t n, Expr mx) {
+  Expr sum = kb.let("sum", f32c(0));
+  kb.loop("c", n, false, [&](Expr c) { kb.assign(sum, sum + exp(kb.load(x, base + c * i64c(step)) - mx)); });
+  return sum;
+}
+
+void lower_softmax(LowerCtx& ctx, const ir::Node& n, const ir::Attrs& a, bool log_form) {
+  AxisView v = axis_view(ctx, n, ctx.shape(n.inputs[0]), ir::attr_int(a, "axis"));
+  KernelDraft d(ctx, ctx.kernel_name(n.op));
+  int x = d.read(ctx.buffer(n.inputs[0]));
+  int y = d.write(ctx.define(n.outputs[0]));
+  KernelBuilder& kb = d.kb;
+  for_each_row(ctx, kb, v, [&](Expr base, int64_t step) {
+    Expr mx = row_max(kb, x, base, step, v.n);
+    Expr sum = row_sum_exp(kb, x, base, step, v.n, mx);
+    Expr log_sum = log_form ? kb.let("log_sum", log(sum)) : Expr();
+    kb.loop("c", v.n, false, [&](Expr c) {
+      Expr at = base + c * i64c(step);
+      Expr xv = kb.load(x, at);
+      kb.store(y, at, log_form ? xv - mx - log_sum : exp(xv - mx) / sum);
+    });
+  });
+  ctx.emit(std::move(d));
+}
+
+void lower_softmax_backward(LowerCtx& ctx, const ir::Node& n, const ir::Attrs& a, bool log_form) {
+  AxisView v = axis_view(ctx, n, ctx.shape(n.inputs[1]), ir::attr_int(a, "axis"));
+  KernelDraft d(ctx, ctx.kernel_name(n.op));
+  int dy = d.read(ctx.buffer(n.inputs[0]));
+  int y = d.read(ctx.buffer(n.inputs[1]));
+  int dx = d.write(ctx.define(n.outputs[0]));
+  KernelBuilder& kb = d.kb;
+  for_each_row(ctx, kb, v, [&](Expr base, int64_t step) {
+    Expr acc = kb.let(log_form ? "sum" : "dot", f32c(0));
+    kb.loop("c", v.n, false, [&](Expr c) {
+      Expr at = base + c * i64c(step);
+      kb.assign(acc, acc + (log_form ? kb.load(dy, at) : kb.load(dy, at) * kb.load(y, at)));
+    });
+    kb.loop("c", v.n, false, [&](Expr c) {
+      Expr at = base + c * i64c(step);
+      Expr g = kb.load(dy, at), yv = kb.load(y, at);
+      kb.store(dx, at, log_form ? g - exp(yv) * acc : yv * (g - acc));
+    });
+  });
+  ctx.emit(std::move(d));
+}
+
+// Stops the kernel if a class label is outside [0, classes).
+void check_labels(KernelBuilder& kb, int target, int64_t batch, int64_t classes, const std::string& op) {
+  kb.loop("b", batch, false, [&](Expr b) {
+    Expr t = kb.load(target, b);
+    kb.fail(binary(BinaryOp::logical_or, lt(t, i64c(0)), ge(t, i64c(classes))),
+            op + ": a target label is out of range for " + std::to_string(classes) + " classes");
+  });
+}
+
+void lower_cross_entropy(LowerCtx& ctx, const ir::Node& n, const ir::Attrs&) {
+  Dims ls = ctx.shape(n.inputs[0]);
+  if (ls.size() != 2) ctx.fail(n, "expected logits [B,C]");
+  int64_t B = ls[0], C = ls[1];
+  KernelDraft d(ctx, ctx.kernel_name(n.op));
+  int logits = d.read(ctx.buffer(n.inputs[0]));
+  int target = d.read(ctx.buffer(n.inputs[1]));
+  int loss = d.write(ctx.define(n.outputs[0]));
+  KernelBuilder& kb = d.kb;
+  check_labels(kb, target, B, C, "cross_entropy");
+  Expr total = kb.let("total", f32c(0));
+  kb.loop("b", B, false, [&](Expr b) {
+    Expr base = b * i64c(C);
+    Expr mx = row_max(kb, logits, base, 1, C);
+    Expr sum = row_sum_exp(kb, logits, base, 1, C, mx);
+    kb.assign(total, total + (log(sum) + mx - kb.load(logits, base + kb.load(target, b))));
+  });
+  kb.store(loss, i64c(0), total / f32c(static_cast<double>(B)));
+  ctx.emit(std::move(d));
+}
+
+void lower_cross_entropy_backward(LowerCtx& ctx, const ir::Node& n, const ir::Attrs&) {
+  Dims ls = ctx.shape(n.inputs[1]);
+  if (ls.size() != 2) ctx.fail(n, "expected logits [B,C]");
+  int64_t B = ls[0], C = ls[1];
+  KernelDraft d(ctx, ctx.kernel_name(n.op));
+  int dloss = d.read(ctx.buffer(n.inputs[0]));
+  int logits = d.read(ctx.buffer(n.inputs[1]));
+  int target = d.read(ctx.buffer(n.inputs[2]));
+  int dx = d.write(ctx.define(n.outputs[0]));
+  KernelBuilder& kb = d.kb;
+  check_labels(kb, target, B, C, "cross_entropy_backward");
+  Expr scale = kb.let("scale", kb.load(dloss, i64c(0)) / f32c(static_cast<double>(B)));
+  kb.loop("b", B, ctx.parallel(B * C) && B > 1, [&](Expr b) {
+    Expr base = b * i64c(C);
+    Expr mx = row_max(kb, logits, base, 1, C);
+    Expr sum = row_sum_exp(kb, logits, base, 1, C, mx);
+    Expr t = kb.let("t", kb.load(target, b));
+    kb.loop("c", C, false, [&](Expr c) {
+      Expr p = exp(kb.load(logits, base + c) - mx) / sum;
+      kb.store(dx, base + c, scale * (p - select(eq(c, t), f32c(1), f32c(0))));
+    });
+  });
+  ctx.emit(std::move(d));
+}
+
+void lower_mse_loss(LowerCtx& ctx, const ir::Node& n, const ir::Attrs&) {
+  int64_t count = ctx.numel(n.inputs[0]);
+  KernelDraft d(ctx, ctx.kernel_name(n.op));
+  int pred = d.read(ctx.buffer(n.inputs[0]));
+  int target = d.read(ctx.buffer(n.inputs[1]));
+  int loss = d.write(ctx.define(n.outputs[0]));
+  KernelBuilder& kb = d.kb;
+  Expr sum = kb.let("sum", f32c(0));
+  kb.loop("i", count, false, [&](Expr i) {
+    Expr diff = kb.let("diff", kb.load(pred, i) - kb.load(target, i));
+    kb.assign(sum, sum + diff * diff);
+  });
+  kb.store(loss, i64c(0), sum / f32c(static_cast<double>(count)));
+  ctx.emit(std::move(d));
+}
+
+}  // namespace
+
+void register_reduce_lowerings(LowerTable& t) {
+  t["reduce_sum"] = lower_reduce_sum;
+  t["softmax"] = [](LowerCtx& c, const ir::Node& n, const ir::Attrs& a) { lower_softmax(c, n, a, false); };
+  t["log_softmax"] = [](LowerCtx& c, const ir::Node& n, const ir::Attrs& a) { lower_softmax(c, n, a, true); };
+  t["softmax_backward"] = [](LowerCtx& c, const ir::Node& n, const ir::Attrs& a) {
+    lower_softmax_backward(c, n, a, false);
+  };
+  t["log_softmax_backward"] = [](LowerCtx& c, const ir::Node& n, const ir::Attrs& a) {
+    lower_softmax_backward(c, n, a, true);
+  };
+  t["cross_entropy"] = lower_cross_entropy;
+  t["cross_entropy_backward"] = lower_cross_entropy_backward;
+  t["mse_loss"] = lower_mse_loss;
+}
+
+}  // namespace dnnc::codegen

@@ -1,0 +1,59 @@
+// codegen::Program helpers: buffer sizes, the run's error table and a text summary.
+#include "codegen/program.h"
+
+#include <fmt/format.h>
+
+namespace dnnc::codegen {
+
+const char* buffer_kind_name(BufferKind k) {
+  switch (k) {
+    case BufferKind::input: return "input";
+    case BufferKind::param: return "param";
+    case BufferKind::intermediate: return "intermediate";
+    case BufferKind::scratch: return "scratch";
+    case BufferKind::alias: return "alias";
+  }
+  return "?";
+}
+
+int64_t Buffer::numel() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+std::vector<std::string> program_errors(const Program& p) {
+  std::vector<std::string> out;
+  for (const Step& s : p.steps) {
+    if (s.kind != Step::Kind::kernel) continue;
+    const std::string where = s.comment.empty() ? std::string("?") : s.comment.front();
+    for (const auto& e : p.kernels.at(static_cast<size_t>(s.kernel)).errors) out.push_back(where + ": " + e);
+  }
+  return out;
+}
+
+std::string describe(const Program& p) {
+  std::string out = fmt::format("program {}.{} batch {}: {} buffers, {} steps\n", p.module_name, p.graph_name, p.batch,
+                                p.buffers.size(), p.steps.size());
+  for (size_t i = 0; i < p.buffers.size(); ++i) {
+    const Buffer& b = p.buffers[i];
+    out += fmt::format("  buffer {} {} {} {}[{}]", i, b.name, buffer_kind_name(b.kind), scalar_type_name(b.dtype),
+                       fmt::join(b.shape, ","));
+    if (b.kind == BufferKind::alias) out += fmt::format(" of {}", p.buffers.at(static_cast<size_t>(b.alias_of)).name);
+    out += "\n";
+  }
+  for (size_t i = 0; i < p.steps.size(); ++i) {
+    const Step& s = p.steps[i];
+    if (s.kind == Step::Kind::kernel) {
+      out += fmt::format("  step {} kernel {}", i, p.kernels.at(static_cast<size_t>(s.kernel)).name);
+    } else {
+      const GemmCall& g = s.gemm;
+      out += fmt::format("  step {} gemm m={} n={} k={} ta={} tb={} batch={}{}", i, g.m, g.n, g.k, g.trans_a, g.trans_b,
+                         g.batch, g.accumulate_batches ? " summed" : "");
+    }
+    out += s.comment.empty() ? "\n" : "  // " + s.comment.front() + "\n";
+  }
+  return out;
+}
+
+}  // namespace dnnc::codegen

@@ -1,0 +1,81 @@
+// codegen::Program: one graph lowered for one concrete batch size — its buffers, the steps that
+// run in order (KernelIR kernels and GEMM library calls) and the param updates it makes.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "codegen/kernel_ir.h"
+
+namespace dnnc::codegen {
+
+enum class BufferKind : uint8_t {
+  input,         // a graph input, given by the caller (read only)
+  param,         // a module param read by the graph, by name (read only during the run)
+  intermediate,  // a node result (graph outputs and update values included)
+  scratch,       // temporary storage of a step (im2col columns)
+  alias,         // the same storage as buffer `alias_of`, seen with another shape (reshape, flatten)
+};
+const char* buffer_kind_name(BufferKind k);
+
+struct Buffer {
+  std::string name;        // C identifier in the generated code, unique in the program
+  std::string value_name;  // the IR value (param name for params); empty for scratch
+  BufferKind kind = BufferKind::intermediate;
+  ScalarType dtype = ScalarType::f32;
+  std::vector<int64_t> shape;  // concrete
+  int alias_of = -1;           // kind == alias: the buffer whose storage this is (never an alias)
+  int64_t numel() const;
+};
+
+/// C[M,N] = alpha * op(A)[M,K] * op(B)[K,N] + beta * C, row-major, for `batch` independent
+/// problems whose operands start `stride_*` elements apart (stride 0: the same matrix). With
+/// `accumulate_batches`, all problems write the same C (stride_c == 0) and their products are
+/// summed (a reduction over the batch, as in a weight gradient). `bias` (a buffer id or -1) is
+/// added before the product: per column (linear: bias[N]) or per row (conv: bias[M]).
+struct GemmCall {
+  enum class Bias : uint8_t { none, per_col, per_row };
+  int a = -1, b = -1, c = -1;
+  bool trans_a = false, trans_b = false;
+  int64_t m = 0, n = 0, k = 0;
+  int64_t lda = 0, ldb = 0, ldc = 0;
+  int64_t batch = 1;
+  int64_t stride_a = 0, stride_b = 0, stride_c = 0;
+  float alpha = 1.0f, beta = 0.0f;
+  bool accumulate_batches = false;
+  int bias = -1;
+  Bias bias_kind = Bias::none;
+  /// Threading: split each problem's rows or columns over the threads, or run the independent
+  /// problems of a batch on different threads; single-threaded when the work is small.
+  enum class Threads : uint8_t { single, split, over_batch };
+  Threads threads = Threads::single;
+};
+
+struct Step {
+  enum class Kind : uint8_t { kernel, gemm };
+  Kind kind = Kind::kernel;
+  std::vector<std::string> comment;  // the IR nodes this step computes, one line each
+  int kernel = -1;                   // kind == kernel: index into Program::kernels
+  std::vector<int> args;             // kind == kernel: the buffer bound to each kernel param
+  GemmCall gemm;                     // kind == gemm
+};
+
+struct Program {
+  std::string module_name, graph_name;
+  int64_t batch = 1;
+  std::vector<Buffer> buffers;
+  std::vector<Kernel> kernels;
+  std::vector<Step> steps;
+  std::vector<int> outputs;                             // buffer of each graph output, in order
+  std::vector<std::pair<std::string, int>> updates;     // param name <- buffer, in graph order
+};
+
+/// The messages a run can fail with, in the order the generated `dnnc_run` numbers them: its
+/// return value r > 0 means errors(program)[r - 1] (each names the step's IR node).
+std::vector<std::string> program_errors(const Program& p);
+
+/// A readable summary of a program (buffers and steps), for `-v` dumps and tests.
+std::string describe(const Program& p);
+
+}  // namespace dnnc::codegen

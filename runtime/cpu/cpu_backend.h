@@ -1,0 +1,43 @@
+// The `cpu` backend: lowers a graph to a codegen::Program, prints it as C++, JIT-compiles it
+// through the on-disk cache (jit_cache.h) and runs it on host buffers (OpenMP + OpenBLAS).
+#pragma once
+#include <memory>
+#include <string>
+
+#include "codegen/lower.h"
+#include "runtime/backend.h"
+#include "runtime/cpu/jit_cache.h"
+
+namespace dnnc::runtime::cpu {
+
+struct CpuOptions {
+  JitOptions jit;
+  codegen::LowerOptions lower;
+  int threads = 0;  // OpenMP threads per parallel region; 0: all hardware threads
+};
+
+class CpuBackend : public Backend {
+ public:
+  explicit CpuBackend(CpuOptions options = {});
+  std::string name() const override { return "cpu"; }
+  /// Lowers, prints, compiles (or finds in the cache) and loads graph `graph`. Throws
+  /// std::runtime_error if the graph does not exist, cannot be lowered (naming the node), or
+  /// the compiler fails (with its log and the generated source's path).
+  std::unique_ptr<Executable> compile(const ir::Module& module, const std::string& graph, ParamStore& params,
+                                      int64_t batch) override;
+  JitCache& cache() { return cache_; }
+  int threads() const { return threads_; }
+
+ private:
+  CpuOptions options_;
+  JitCache cache_;
+  int threads_;
+};
+
+/// A cpu backend with default options (cache in default_cache_dir()).
+std::unique_ptr<Backend> make_cpu_backend();
+
+/// Empty if the cpu backend can run here, else why not (the C++ compiler is not on PATH).
+std::string cpu_backend_unavailable_reason();
+
+}  // namespace dnnc::runtime::cpu

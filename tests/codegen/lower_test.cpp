@@ -1,0 +1,127 @@
+// Lowering decisions: GEMM flags and epilogues, views as aliases, conv paths, fused groups, errors.
+#include <catch2/catch.hpp>
+
+#include "codegen/lower.h"
+#include "codegen_test_util.h"
+#include "ir/op_registry.h"
+
+using namespace dnnc;
+using namespace dnnc::codegen;
+
+namespace {
+
+std::vector<const Step*> gemms(const Program& p) {
+  std::vector<const Step*> out;
+  for (const Step& s : p.steps)
+    if (s.kind == Step::Kind::gemm) out.push_back(&s);
+  return out;
+}
+
+const Buffer& buf(const Program& p, int id) { return p.buffers.at(static_cast<size_t>(id)); }
+
+// A module with one graph "g" over input %x of `shape`, built by `body`.
+ir::Module one_graph(const ir::TensorType& x, const std::function<void(ir::Graph&, ir::ValueId)>& body) {
+  ir::Module m;
+  m.name = "T";
+  ir::Graph g;
+  g.name = "g";
+  ir::ValueId in = g.add_input("x", x);
+  body(g, in);
+  m.graphs.push_back(std::move(g));
+  return m;
+}
+
+ir::ValueId add(ir::Graph& g, const std::string& op, std::vector<ir::ValueId> ins, ir::Attrs attrs = {}) {
+  const ir::OpDef* def = ir::find_op(op);
+  std::vector<ir::TensorType> types;
+  for (ir::ValueId v : ins) types.push_back(g.value(v).type);
+  ir::Attrs full = ir::complete_attrs(*def, attrs);
+  return g.add_node(op, ins, full, ir::infer_types(*def, types, full))[0];
+}
+
+}  // namespace
+
+TEST_CASE("linear and matmul become GEMMs with transposes as flags and a bias epilogue", "[codegen][lower]") {
+  ir::Module m = test::pipeline_model("models/mnist_mlp.dnn");
+  Program p = lower_graph(m, *m.graph("train_step"), 16);
+  auto gs = gemms(p);
+  REQUIRE(gs.size() == 3 + 5);  // 3 forward linears, 3 weight grads, 2 input grads
+  const GemmCall& fc1 = gs[0]->gemm;
+  CHECK(fc1.trans_b);
+  CHECK_FALSE(fc1.trans_a);
+  CHECK(fc1.m == 16);
+  CHECK(fc1.n == 512);
+  CHECK(fc1.k == 784);
+  CHECK(fc1.bias_kind == GemmCall::Bias::per_col);
+  int weight_grads = 0;
+  for (const Step* s : gs) weight_grads += s->gemm.trans_a ? 1 : 0;
+  CHECK(weight_grads == 3);
+  for (const Kernel& k : p.kernels) CHECK(k.name.find("transpose") == std::string::npos);
+}
+
+TEST_CASE("flatten and reshape are aliases of their operand's storage", "[codegen][lower]") {
+  ir::Module m = test::pipeline_model("models/cifar_cnn.dnn");
+  Program p = lower_graph(m, *m.graph("train_step"), 4);
+  int aliases = 0;
+  for (const Buffer& b : p.buffers) {
+    if (b.kind != BufferKind::alias) continue;
+    ++aliases;
+    const Buffer& root = buf(p, b.alias_of);
+    CHECK(root.kind != BufferKind::alias);
+    CHECK(root.numel() == b.numel());
+  }
+  CHECK(aliases == 2);  // %2 = flatten(%h), %dh = reshape(%d2)
+}
+
+TEST_CASE("small convolutions use direct loops, larger ones im2col and batched GEMM", "[codegen][lower]") {
+  ir::Module m = test::pipeline_model("models/lenet5.dnn");
+  Program p = lower_graph(m, *m.graph("train_step"), 8);
+  int conv_kernels = 0, im2col = 0, batched = 0, summed = 0;
+  for (const Kernel& k : p.kernels) {
+    conv_kernels += k.name.find("_conv2d") != std::string::npos && k.name.find("backward") == std::string::npos;
+    im2col += k.name.find("im2col") != std::string::npos;
+  }
+  for (const Step* s : gemms(p)) {
+    batched += s->gemm.batch == 8 && !s->gemm.accumulate_batches;
+    summed += s->gemm.accumulate_batches;
+  }
+  CHECK(conv_kernels == 1);  // conv1: 1*5*5 = 25 taps per output
+  CHECK(im2col == 3);        // conv2 forward, both weight gradients
+  CHECK(batched == 2);       // conv2 forward, conv2 input gradient
+  CHECK(summed == 2);        // the weight gradients sum over the batch
+}
+
+TEST_CASE("a group of same-shaped elementwise nodes becomes one loop nest", "[codegen][lower]") {
+  ir::TensorType t{ir::DType::f32, {ir::kBatch, 8}};
+  ir::Module m = one_graph(t, [](ir::Graph& g, ir::ValueId x) {
+    ir::ValueId a = add(g, "relu", {x});
+    ir::ValueId b = add(g, "mul_scalar", {a}, {{"value", 2.0}});
+    ir::ValueId c = add(g, "tanh", {b});
+    g.outputs = {c, a};
+  });
+  const ir::Graph& g = m.graphs[0];
+  Program fused = lower_graph(m, g, 3, {}, {{0, 1, 2}});
+  Program plain = lower_graph(m, g, 3);
+  CHECK(fused.kernels.size() == 1);
+  CHECK(plain.kernels.size() == 3);
+  // %b lives only inside the fused kernel; %a escapes (it is an output) and is stored.
+  CHECK(fused.kernels[0].params.size() == 3);
+}
+
+TEST_CASE("lowering errors name the graph and what is wrong", "[codegen][lower]") {
+  ir::TensorType t{ir::DType::f32, {ir::kBatch, 8}};
+  ir::Module m = one_graph(t, [](ir::Graph& g, ir::ValueId x) { g.outputs = {add(g, "relu", {x})}; });
+  const ir::Graph& g = m.graphs[0];
+  CHECK_THROWS_WITH(lower_graph(m, g, 0), Catch::Contains("batch must be >= 1"));
+  CHECK_THROWS_WITH(lower_graph(m, g, 2, {}, {{1}}), Catch::Contains("node groups"));
+  ir::Module cm = one_graph(ir::TensorType{ir::DType::f32, {ir::kBatch, 2, 3, 3}, ir::Layout::nhwc},
+                            [](ir::Graph& g2, ir::ValueId x) { g2.outputs = {add(g2, "relu", {x})}; });
+  CHECK_THROWS_WITH(lower_graph(cm, cm.graphs[0], 2), Catch::Contains("row_major"));
+}
+
+TEST_CASE("every registered op has a cpu lowering", "[codegen][lower]") {
+  for (const ir::OpDef* op : ir::all_ops()) {
+    INFO(op->name);
+    CHECK(has_lowering(op->name));
+  }
+}

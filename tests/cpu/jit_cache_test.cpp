@@ -1,0 +1,137 @@
+// The JIT cache: a second load of the same source does not run the compiler; a truncated .so,
+// a missing .meta or a library with the wrong key is rebuilt; a compiler error shows the
+// compiler's log and the generated file's path.
+#include <catch2/catch.hpp>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "runtime/cpu/jit_cache.h"
+
+using namespace dnnc::runtime::cpu;
+namespace fs = std::filesystem;
+
+namespace {
+
+// A fresh cache directory for one test case.
+std::string fresh_dir(const std::string& name) {
+  fs::path dir = fs::path(DNNC_TEST_CACHE_DIR) / "jit_cache_test" / (name + "." + std::to_string(getpid()));
+  fs::remove_all(dir);
+  return dir.string();
+}
+
+JitOptions tiny(const std::string& dir) {
+  JitOptions o;
+  o.cache_dir = dir;
+  o.flags = {"-O1", "-shared", "-fPIC"};
+  o.libs = {};
+  return o;
+}
+
+int answer(const JitLibrary& lib) { return reinterpret_cast<int (*)()>(lib.symbol("answer"))(); }
+
+std::string source(int value) {
+  return "extern \"C\" int answer() { return " + std::to_string(value) + "; }\n";
+}
+
+}  // namespace
+
+TEST_CASE("a second load of the same source is a cache hit without a compile", "[cpu][jit]") {
+  std::string dir = fresh_dir("hit");
+  JitCache first(tiny(dir));
+  JitLibrary a = first.load(source(42), "answer");
+  CHECK(first.compiles() == 1);
+  CHECK(answer(a) == 42);
+  CHECK(fs::exists(a.cpp_path));
+  JitCache second(tiny(dir));
+  JitLibrary b = second.load(source(42), "answer");
+  CHECK(second.compiles() == 0);
+  CHECK(second.hits() == 1);
+  CHECK(b.so_path == a.so_path);
+  CHECK(answer(b) == 42);
+  JitLibrary c = second.load(source(43), "answer");  // a different source is a different entry
+  CHECK(second.compiles() == 1);
+  CHECK(c.so_path != a.so_path);
+}
+
+TEST_CASE("keys depend on the source and on the flags", "[cpu][jit]") {
+  std::string dir = fresh_dir("keys");
+  JitCache a(tiny(dir));
+  JitOptions o = tiny(dir);
+  o.flags.push_back("-DX=1");
+  JitCache b(o);
+  CHECK(a.key(source(1)) == a.key(source(1)));
+  CHECK(a.key(source(1)) != a.key(source(2)));
+  CHECK(a.key(source(1)) != b.key(source(1)));
+  CHECK(a.key(source(1)).size() == 32);
+}
+
+// Copies the entry of `key` from `from` to a fresh directory (so the copy was never mapped by
+// this process: truncating a loaded library would break its mapping) and returns the new dir.
+std::string copy_entry(const std::string& from, const std::string& key, const std::string& name) {
+  std::string dir = fresh_dir(name);
+  fs::create_directories(dir);
+  for (const char* ext : {".cpp", ".so", ".meta"})
+    fs::copy_file(fs::path(from) / (key + ext), fs::path(dir) / (key + ext));
+  return dir;
+}
+
+TEST_CASE("a truncated or unrecorded cache entry is detected and rebuilt", "[cpu][jit]") {
+  std::string origin = fresh_dir("origin");
+  JitCache c(tiny(origin));
+  JitLibrary built = c.load(source(7), "seven");
+  auto size = fs::file_size(built.so_path);
+
+  std::string dir = copy_entry(origin, built.key, "truncated");
+  fs::path so = fs::path(dir) / (built.key + ".so");
+  fs::resize_file(so, size / 2);
+  JitCache again(tiny(dir));
+  JitLibrary lib = again.load(source(7), "seven");
+  CHECK(again.rebuilds() == 1);
+  CHECK(again.compiles() == 1);
+  CHECK(answer(lib) == 7);
+  JitCache later(tiny(dir));  // the rebuilt entry is valid again
+  later.load(source(7), "seven");
+  CHECK(later.compiles() == 0);
+  CHECK(later.hits() == 1);
+
+  std::string dir2 = copy_entry(origin, built.key, "unrecorded");
+  fs::remove(fs::path(dir2) / (built.key + ".meta"));
+  JitCache third(tiny(dir2));
+  CHECK(answer(third.load(source(7), "seven")) == 7);
+  CHECK(third.rebuilds() == 1);
+  CHECK(third.compiles() == 1);
+}
+
+TEST_CASE("a library whose dnnc_key is not the expected one is rebuilt", "[cpu][jit]") {
+  std::string dir = fresh_dir("wrong_key");
+  JitCache c(tiny(dir));
+  JitLibrary one = c.load(source(1), "one");
+  // Plant entry 1's library (and a matching .meta) under entry 2's key.
+  std::string k2 = c.key(source(2));
+  fs::copy_file(one.so_path, fs::path(dir) / (k2 + ".so"));
+  fs::copy_file(fs::path(dir) / (one.key + ".meta"), fs::path(dir) / (k2 + ".meta"));
+  JitCache d(tiny(dir));
+  JitLibrary two = d.load(source(2), "two");
+  CHECK(d.rebuilds() == 1);
+  CHECK(d.compiles() == 1);
+  CHECK(answer(two) == 2);
+}
+
+TEST_CASE("a compiler error reports the compiler's log and the generated source path", "[cpu][jit]") {
+  std::string dir = fresh_dir("error");
+  JitCache c(tiny(dir));
+  std::string what;
+  try {
+    c.load("extern \"C\" int answer() { return undeclared_thing; }\n", "broken unit");
+  } catch (const std::runtime_error& e) {
+    what = e.what();
+  }
+  REQUIRE(!what.empty());
+  std::string cpp = (fs::path(dir) / (c.key("extern \"C\" int answer() { return undeclared_thing; }\n") + ".cpp")).string();
+  CHECK(what.find("compiling broken unit failed") != std::string::npos);
+  CHECK(what.find("undeclared_thing") != std::string::npos);  // the compiler's diagnostic
+  CHECK(what.find(cpp) != std::string::npos);
+  CHECK(fs::exists(cpp));
+}

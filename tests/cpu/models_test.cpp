@@ -1,0 +1,82 @@
+// Every model in models/: three train steps and one inference on fresh seeded random inputs,
+// cpu backend against the reference interpreter — outputs and every updated param after each
+// step within a relative error of 1e-5.
+#include <algorithm>
+#include <filesystem>
+#include <set>
+
+#include "cpu_test_util.h"
+
+using namespace dnnc;
+
+namespace {
+
+const std::vector<std::string> kModels = {"mnist_mlp", "mnist_mlp_adam", "lenet5", "cifar_cnn", "cifar_strided"};
+
+void check_model(const std::string& name, int64_t batch) {
+  ir::Module m = test::pipeline_model("models/" + name + ".dnn");
+  runtime::reference::ParamStore ref = runtime::reference::init_params(m, 11);
+  runtime::reference::ParamStore cpu = ref;
+  runtime::cpu::CpuBackend backend(test::cpu_test_options());
+  auto train = backend.compile(m, "train_step", cpu, batch);
+  auto infer = backend.compile(m, "infer", cpu, batch);
+  std::mt19937 rng(5);
+  const ir::Graph& g = *m.graph("train_step");
+  for (int step = 1; step <= 3; ++step) {
+    auto inputs = test::random_inputs(g, batch, rng);
+    auto want = runtime::reference::run_reference(m, g, inputs, ref);
+    auto got = train->run(inputs);
+    REQUIRE(got.size() == want.size());
+    for (size_t i = 0; i < got.size(); ++i)
+      test::check_close(got[i], want[i], name + " step " + std::to_string(step) + " output " + std::to_string(i));
+    REQUIRE(cpu.tensors.size() == ref.tensors.size());
+    for (const auto& [pname, t] : ref.tensors) {
+      const runtime::Tensor* c = cpu.find(pname);
+      REQUIRE(c);
+      test::check_close(*c, t, name + " step " + std::to_string(step) + " param " + pname);
+    }
+  }
+  const ir::Graph& ig = *m.graph("infer");
+  auto inputs = test::random_inputs(ig, batch, rng);
+  auto want = runtime::reference::run_reference(m, ig, inputs, ref);
+  auto got = infer->run(inputs);
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < got.size(); ++i) test::check_close(got[i], want[i], name + " infer output " + std::to_string(i));
+}
+
+}  // namespace
+
+TEST_CASE("cpu equals reference: mnist_mlp", "[cpu][models]") { check_model("mnist_mlp", 6); }
+TEST_CASE("cpu equals reference: mnist_mlp_adam", "[cpu][models]") { check_model("mnist_mlp_adam", 6); }
+TEST_CASE("cpu equals reference: lenet5", "[cpu][models]") { check_model("lenet5", 6); }
+TEST_CASE("cpu equals reference: cifar_cnn", "[cpu][models]") { check_model("cifar_cnn", 4); }
+TEST_CASE("cpu equals reference: cifar_strided", "[cpu][models]") { check_model("cifar_strided", 6); }
+
+TEST_CASE("every model in models/ is compared with the reference", "[cpu][models]") {
+  std::set<std::string> found;
+  for (const auto& e : std::filesystem::directory_iterator("models"))
+    if (e.path().extension() == ".dnn") found.insert(e.path().stem().string());
+  CHECK(found == std::set<std::string>(kModels.begin(), kModels.end()));
+}
+
+TEST_CASE("a wrongly shaped input is rejected with its name and both types", "[cpu]") {
+  ir::Module m = test::pipeline_model("models/mnist_mlp.dnn");
+  runtime::reference::ParamStore params = runtime::reference::init_params(m, 1);
+  runtime::cpu::CpuBackend backend(test::cpu_test_options());
+  auto infer = backend.compile(m, "infer", params, 6);
+  std::map<std::string, runtime::Tensor> in;
+  in["image"] = runtime::Tensor(ir::DType::f32, {5, 1, 28, 28});
+  CHECK_THROWS_WITH(infer->run(in), Catch::Contains("input 'image': expected f32[6,1,28,28], found f32[5,1,28,28]"));
+  CHECK_THROWS_WITH(infer->run({}), Catch::Contains("input 'image'"));
+}
+
+TEST_CASE("an out-of-range label stops the run with the failing node", "[cpu]") {
+  ir::Module m = test::pipeline_model("models/mnist_mlp.dnn");
+  runtime::reference::ParamStore params = runtime::reference::init_params(m, 1);
+  runtime::cpu::CpuBackend backend(test::cpu_test_options());
+  auto train = backend.compile(m, "train_step", params, 6);
+  std::mt19937 rng(3);
+  auto inputs = test::random_inputs(*m.graph("train_step"), 6, rng);
+  inputs["label"].i64()[2] = 10;
+  CHECK_THROWS_WITH(train->run(inputs), Catch::Contains("cross_entropy") && Catch::Contains("out of range"));
+}
