@@ -117,7 +117,7 @@ TEST_CASE("a checkpoint round-trips every param bit for bit", "[trainer][checkpo
   CHECK(resumed.find("dnnc.step"));
 }
 
-TEST_CASE("--init lists every missing, unexpected and mis-shaped tensor", "[trainer][checkpoint]") {
+TEST_CASE("loading a state_dict lists every missing, unexpected and mis-shaped tensor", "[trainer][checkpoint]") {
   ir::Module m = test::compile_for_training("models/mnist_mlp.dnn");
   ParamStore params = reference::init_params(m, 1);
   NamedTensors sd = state_dict(m, params);

@@ -126,7 +126,7 @@ TEST_CASE("dnnc train with an exploding lr exits 1 naming the step", "[trainer][
   CHECK(r.err.find("(epoch 1): loss is ") != std::string::npos);
 }
 
-TEST_CASE("--device cuda without a usable GPU is an error, not a fallback", "[trainer][cli]") {
+TEST_CASE("dnnc train --device cuda without a usable GPU is an error, not a fallback", "[trainer][cli]") {
   dnnc::test::TempDir dir("cli_device");
   synth(dir);
   Result r = run_dnnc(
