@@ -254,18 +254,35 @@ ir::Attrs completed(const LowerCtx& ctx, const ir::Node& n) {
   }
 }
 
-// A group lowers as one fused loop nest if it has several nodes, all map ops whose results all
-// have the first node's result shape.
-bool fusable(const LowerCtx& ctx, const std::vector<const ir::Node*>& nodes) {
-  if (nodes.size() < 2) return false;
-  Dims out = ctx.shape(nodes[0]->outputs.at(0));
-  for (const ir::Node* n : nodes) {
-    MapOp op;
-    if (!map_op_of(ctx, *n, completed(ctx, *n), &op)) return false;
-    for (ir::ValueId o : n->outputs)
-      if (ctx.shape(o) != out) return false;
+// Whether node n is a map op all of whose results have shape `out` and which reads every value
+// of `run` (computed earlier in the same loop nest) at its own element.
+bool joins_run(const LowerCtx& ctx, const ir::Node& n, const Dims& out, const std::vector<const ir::Node*>& run) {
+  MapOp op;
+  if (!map_op_of(ctx, n, completed(ctx, n), &op)) return false;
+  for (ir::ValueId o : n.outputs)
+    if (ctx.shape(o) != out) return false;
+  Dims contiguous = strides_of(out);
+  for (size_t i = 0; i < n.inputs.size(); ++i) {
+    bool in_run = false;
+    for (const ir::Node* r : run)
+      for (ir::ValueId o : r->outputs) in_run |= o == n.inputs[i];
+    bool at_element = i >= op.operand_strides.size() || op.operand_strides[i].empty() ||
+                      op.operand_strides[i] == contiguous;
+    if (in_run && !at_element) return false;
   }
   return true;
+}
+
+// The node groups of pass `fuse` (Node::group): consecutive nodes with the same group index
+// form one group; nodes outside any group are groups of one.
+std::vector<std::vector<int>> groups_of(const ir::Graph& g) {
+  std::vector<std::vector<int>> out;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    int32_t grp = g.nodes[i].group;
+    if (grp >= 0 && i > 0 && g.nodes[i - 1].group == grp) out.back().push_back(static_cast<int>(i));
+    else out.push_back({static_cast<int>(i)});
+  }
+  return out;
 }
 
 }  // namespace
@@ -283,22 +300,27 @@ Program lower_graph(const ir::Module& m, const ir::Graph& g, int64_t batch, cons
   for (size_t i = 0; i < g.values.size(); ++i)
     if (g.values[i].kind == ir::ValueKind::param) ctx.define(static_cast<ir::ValueId>(i));
 
-  for (const auto& grp : check_groups(g, groups)) {
+  // Within a group, each maximal run of map ops sharing one result shape becomes one loop nest;
+  // every other node is lowered on its own.
+  for (const auto& grp : check_groups(g, groups.empty() ? groups_of(g) : groups)) {
     std::vector<const ir::Node*> nodes;
-    ctx.comment.clear();
-    for (int i : grp) {
-      nodes.push_back(&g.nodes[static_cast<size_t>(i)]);
-      ctx.comment.push_back(ctx.node_text(*nodes.back()));
-    }
-    if (fusable(ctx, nodes)) {
-      lower_map_group(ctx, nodes);
-      continue;
-    }
-    for (const ir::Node* n : nodes) {
-      auto it = lower_table().find(n->op);
-      if (it == lower_table().end()) ctx.fail(*n, "the cpu backend has no lowering for op '" + n->op + "'");
-      if (nodes.size() > 1) ctx.comment = {ctx.node_text(*n)};
-      it->second(ctx, *n, completed(ctx, *n));
+    for (int i : grp) nodes.push_back(&g.nodes[static_cast<size_t>(i)]);
+    for (size_t i = 0; i < nodes.size();) {
+      Dims out = ctx.shape(nodes[i]->outputs.at(0));
+      std::vector<const ir::Node*> run{nodes[i]};
+      size_t j = i + 1;
+      if (joins_run(ctx, *nodes[i], out, {}))
+        for (; j < nodes.size() && joins_run(ctx, *nodes[j], out, run); ++j) run.push_back(nodes[j]);
+      ctx.comment.clear();
+      for (const ir::Node* n : run) ctx.comment.push_back(ctx.node_text(*n));
+      if (run.size() > 1) {
+        lower_map_group(ctx, run);
+      } else {
+        auto it = lower_table().find(run[0]->op);
+        if (it == lower_table().end()) ctx.fail(*run[0], "the cpu backend has no lowering for op '" + run[0]->op + "'");
+        it->second(ctx, *run[0], completed(ctx, *run[0]));
+      }
+      i = j;
     }
   }
   for (ir::ValueId id : g.outputs) ctx.prog.outputs.push_back(ctx.buffer(id));

@@ -62,8 +62,10 @@ bool use_direct(const LowerCtx& ctx, const ConvGeom& g) {
   return g.groups > 1 || g.k() <= ctx.options.direct_conv_max_k;
 }
 
-// Writes the im2col matrix of x for every image: col[b][(c*kh + ki)*kw + kj][oh*wo + ow].
-int emit_im2col(LowerCtx& ctx, const ir::Node& n, const ConvGeom& g, ir::ValueId xv) {
+// Writes the im2col matrix of x. Per image (`across_batch` false): col[b][row][p]; across the
+// batch (`across_batch` true, one GEMM for all images): col[row][b*P + p]. row = (c*kh + ki)*kw + kj,
+// p = oh*wo + ow.
+int emit_im2col(LowerCtx& ctx, const ir::Node& n, const ConvGeom& g, ir::ValueId xv, bool across_batch) {
   int col = ctx.scratch("col", g.b * g.k() * g.p());
   ctx.comment = {ctx.node_text(n), "  (im2col of " + ctx.graph.value(xv).name + ")"};
   KernelDraft d(ctx, ctx.kernel_name("im2col"));
@@ -71,15 +73,21 @@ int emit_im2col(LowerCtx& ctx, const ir::Node& n, const ConvGeom& g, ir::ValueId
   int cp = d.write(col);
   KernelBuilder& kb = d.kb;
   bool padded = g.p0 > 0 || g.p1 > 0;
+  int64_t taps = g.kh * g.kw;
+  // Distance between consecutive rows of one image's block, and where (b, c)'s first row starts.
+  int64_t row_stride = across_batch ? g.b * g.p() : g.p();
   kb.loop("bc", g.b * g.c, ctx.parallel(g.b * g.k() * g.p()), [&](Expr bc) {
     Expr xbase = kb.let("xbase", bc * i64c(g.h * g.w));
-    // The rows of channel c in image b start at (b*K + c*kh*kw)*P = bc*kh*kw*P.
-    Expr cbase = kb.let("cbase", bc * i64c(g.kh * g.kw * g.p()));
+    // per image: (b*K + c*taps)*P = bc*taps*P;  across the batch: c*taps*B*P + b*P
+    Expr cbase = across_batch ? kb.let("cbase", bc % i64c(g.c) * i64c(taps * row_stride) + bc / i64c(g.c) * i64c(g.p()))
+                              : kb.let("cbase", bc * i64c(taps * g.p()));
     if (padded)
-      kb.loop("i", g.kh * g.kw * g.p(), false, [&](Expr i) { kb.store(cp, cbase + i, f32c(0)); });
+      kb.loop("row", taps, false, [&](Expr row) {
+        kb.loop("i", g.p(), false, [&](Expr i) { kb.store(cp, cbase + row * i64c(row_stride) + i, f32c(0)); });
+      });
     for_each_tap(kb, g, nullptr, [&](Expr ki, Expr kj, Expr oh, Expr ow, Expr ih, Expr iw) {
       Expr row = ki * i64c(g.kw) + kj;
-      kb.store(cp, cbase + row * i64c(g.p()) + oh * i64c(g.wo) + ow, kb.load(x, xbase + ih * i64c(g.w) + iw));
+      kb.store(cp, cbase + row * i64c(row_stride) + oh * i64c(g.wo) + ow, kb.load(x, xbase + ih * i64c(g.w) + iw));
     });
   });
   ctx.emit(std::move(d));
@@ -97,7 +105,7 @@ void lower_conv2d(LowerCtx& ctx, const ir::Node& n, const ir::Attrs& a) {
   ConvGeom g = geom(ctx, n, a, ctx.shape(n.inputs[0]), ctx.shape(n.inputs[1]), ys);
   bool has_bias = n.inputs.size() > 2;
   if (!use_direct(ctx, g)) {
-    int col = emit_im2col(ctx, n, g, n.inputs[0]);
+    int col = emit_im2col(ctx, n, g, n.inputs[0], false);
     ctx.comment = {ctx.node_text(n)};
     GemmCall c;
     c.a = ctx.buffer(n.inputs[1]);
@@ -197,18 +205,32 @@ void lower_conv2d_backward_weight(LowerCtx& ctx, const ir::Node& n, const ir::At
   Dims ws = ctx.shape(n.outputs[0]);
   ConvGeom g = geom(ctx, n, a, ctx.shape(n.inputs[1]), ws, ctx.shape(n.inputs[0]));
   if (g.groups == 1) {
-    int col = emit_im2col(ctx, n, g, n.inputs[1]);
+    // One GEMM over the whole batch: dW [O, K] = dyᵀ' [O, B*P] · colᵀ [B*P, K], with dy copied
+    // to [O, B, P] and the columns of every image side by side.
+    int col = emit_im2col(ctx, n, g, n.inputs[1], true);
+    int dyt = ctx.scratch("dy_t", g.b * g.o * g.p());
+    ctx.comment = {ctx.node_text(n), "  (dy as [O, B*P])"};
+    KernelDraft t(ctx, ctx.kernel_name("dy_t"));
+    int dy = t.read(ctx.buffer(n.inputs[0]));
+    int out = t.write(dyt);
+    t.kb.loop("ob", g.o * g.b, ctx.parallel(g.b * g.o * g.p()), [&](Expr ob) {
+      Expr o = t.kb.let("o", ob / i64c(g.b));
+      Expr b = t.kb.let("b", ob % i64c(g.b));
+      t.kb.loop("i", g.p(), false, [&](Expr i) {
+        t.kb.store(out, ob * i64c(g.p()) + i, t.kb.load(dy, (b * i64c(g.o) + o) * i64c(g.p()) + i));
+      });
+    });
+    ctx.emit(std::move(t));
     ctx.comment = {ctx.node_text(n)};
-    GemmCall c;  // dW [O, K] = Σ_b dy_b [O, P] · col_bᵀ [P, K]
-    c.a = ctx.buffer(n.inputs[0]);
+    GemmCall c;
+    c.a = dyt;
     c.b = col;
     c.trans_b = true;
     c.c = ctx.define(n.outputs[0]);
-    c.m = g.o, c.n = g.k(), c.k = g.p();
-    c.lda = g.p(), c.ldb = g.p(), c.ldc = g.k();
-    c.batch = g.b, c.stride_a = g.o * g.p(), c.stride_b = g.k() * g.p(), c.stride_c = 0;
-    c.accumulate_batches = true;
-    c.threads = batch_threads(ctx, c);
+    c.m = g.o, c.n = g.k(), c.k = g.b * g.p();
+    c.lda = c.k, c.ldb = c.k, c.ldc = g.k();
+    c.threads = 2 * c.m * c.n * c.k >= ctx.options.gemm_parallel_flops ? GemmCall::Threads::split_k
+                                                                        : GemmCall::Threads::single;
     ctx.emit_gemm(c);
     return;
   }

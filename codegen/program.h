@@ -46,9 +46,11 @@ struct GemmCall {
   bool accumulate_batches = false;
   int bias = -1;
   Bias bias_kind = Bias::none;
-  /// Threading: split each problem's rows or columns over the threads, or run the independent
-  /// problems of a batch on different threads; single-threaded when the work is small.
-  enum class Threads : uint8_t { single, split, over_batch };
+  /// Threading: split each problem's rows or columns over the threads (split), its inner
+  /// dimension K with per-thread partial sums added at the end (split_k: small C, long K; only
+  /// for batch 1 without bias), or run the independent problems of a batch on different threads
+  /// (over_batch); single-threaded when the work is small.
+  enum class Threads : uint8_t { single, split, split_k, over_batch };
   Threads threads = Threads::single;
 };
 

@@ -59,6 +59,29 @@ static void dnnc_sgemm_split(bool ta, bool tb, i64 m, i64 n, i64 k, float alpha,
   }
 }
 
+// C = alpha op(A) op(B) (beta = 0) with K split over the threads: for a small C and a long K
+// (weight gradients summed over a batch). Thread 0 writes C, the others partial sums added after.
+static void dnnc_sgemm_split_k(bool ta, bool tb, i64 m, i64 n, i64 k, float alpha, const float* a, i64 lda,
+                               const float* b, i64 ldb, float* c, i64 ldc) {
+  const int t = dnnc_threads;
+  if (t <= 1 || k < 64 * t) {
+    dnnc_sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, 0.0f, c, ldc);
+    return;
+  }
+  float* part = (float*)__builtin_malloc(sizeof(float) * (t - 1) * m * n);
+#pragma omp parallel for num_threads(t) schedule(static)
+  for (int i = 0; i < t; ++i) {
+    i64 k0 = k * i / t, k1 = k * (i + 1) / t;
+    float* out = i == 0 ? c : part + (i - 1) * m * n;
+    dnnc_sgemm(ta, tb, m, n, k1 - k0, alpha, ta ? a + k0 * lda : a + k0, lda, tb ? b + k0 : b + k0 * ldb, ldb, 0.0f, out,
+               i == 0 ? ldc : n);
+  }
+  for (int i = 1; i < t; ++i)
+    for (i64 r = 0; r < m; ++r)
+      for (i64 j = 0; j < n; ++j) c[r * ldc + j] += part[((i - 1) * m + r) * n + j];
+  __builtin_free(part);
+}
+
 // %0 = conv2d(%image, @conv1.weight, @conv1.bias) {dilation=[1,1], groups=1, padding=[0,0], stride=[1,1]}
 static int k0_conv2d(const float* __restrict__ in_image, const float* __restrict__ p_conv1_weight, const float* __restrict__ p_conv1_bias, float* __restrict__ v_0) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
@@ -265,13 +288,13 @@ static int k12_im2col(const float* __restrict__ in_image, float* __restrict__ s_
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 bc = 0; bc < 12; ++bc) {
     i64 xbase = (bc * 1024);
-    i64 cbase = (bc * 8100);
+    i64 cbase = (((bc % 3) * 32400) + ((bc / 3) * 900));
     for (i64 ki = 0; ki < 3; ++ki) {
       for (i64 kj = 0; kj < 3; ++kj) {
         for (i64 oh = (0 < (-ki) ? (-ki) : 0); oh < (((-ki) + 32) < 30 ? ((-ki) + 32) : 30); ++oh) {
           i64 ih = (oh + ki);
           for (i64 ow = (0 < (-kj) ? (-kj) : 0); ow < (((-kj) + 32) < 30 ? ((-kj) + 32) : 30); ++ow) {
-            s_col[(((cbase + (((ki * 3) + kj) * 900)) + (oh * 30)) + ow)] = in_image[((xbase + (ih * 32)) + (ow + kj))];
+            s_col[(((cbase + (((ki * 3) + kj) * 3600)) + (oh * 30)) + ow)] = in_image[((xbase + (ih * 32)) + (ow + kj))];
           }
         }
       }
@@ -281,28 +304,40 @@ static int k12_im2col(const float* __restrict__ in_image, float* __restrict__ s_
 }
 
 // %conv1.weight.grad = conv2d_backward_weight(%d0, %image) {dilation=[1,1], groups=1, kernel=[3,3], padding=[0,0], stride=[1,1]}
-// C[16,27] = A · Bᵀ, 4 problems summed
-static void g13_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
-  for (i64 bi = 0; bi < 4; ++bi) {
-    dnnc_sgemm_split(false, true, 16, 27, 900, 0x1p+0f, a + bi * 14400, 900, b + bi * 24300, 900, bi == 0 ? 0x0p+0f : 0x1p+0f, c, 27);
+//   (dy as [O, B*P])
+static int k13_dy_t(const float* __restrict__ v_d0, float* __restrict__ s_dy_t) {
+  #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
+  for (i64 ob = 0; ob < 64; ++ob) {
+    i64 o = (ob / 4);
+    i64 b = (ob % 4);
+    for (i64 i = 0; i < 900; ++i) {
+      s_dy_t[((ob * 900) + i)] = v_d0[((((b * 16) + o) * 900) + i)];
+    }
   }
+  return 0;
+}
+
+// %conv1.weight.grad = conv2d_backward_weight(%d0, %image) {dilation=[1,1], groups=1, kernel=[3,3], padding=[0,0], stride=[1,1]}
+// C[16,27] = A · Bᵀ
+static void g14_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
+  dnnc_sgemm_split_k(false, true, 16, 27, 3600, 0x1p+0f, a, 3600, b, 3600, c, 27);
 }
 
 // %fc.weight.grad = matmul(%dlogits, %2) {transpose_a=true, transpose_b=false}
 // C[10,3600] = Aᵀ · B
-static void g14_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
+static void g15_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
   dnnc_sgemm(true, false, 10, 3600, 4, 0x1p+0f, a, 10, b, 3600, 0x0p+0f, c, 3600);
 }
 
 // %step = add_scalar(@dnnc.step) {value=1.0}
-static int k15_add_scalar(const float* __restrict__ p_dnnc_step, float* __restrict__ v_step) {
+static int k16_add_scalar(const float* __restrict__ p_dnnc_step, float* __restrict__ v_step) {
   float s_0 = p_dnnc_step[0];
   v_step[0] = (s_0 + 0x1p+0f);
   return 0;
 }
 
 // %conv1.weight.new, %3 = sgd_update(@conv1.weight, %conv1.weight.grad, @conv1.weight.momentum_buffer, %step) {dampening=0.0, lr=0.001, momentum=0.9, nesterov=false, weight_decay=0.0}
-static int k16_sgd_update(const float* __restrict__ p_conv1_weight, const float* __restrict__ v_conv1_weight_grad, const float* __restrict__ p_conv1_weight_momentum_buffer, const float* __restrict__ v_step, float* __restrict__ v_conv1_weight_new, float* __restrict__ v_3) {
+static int k17_sgd_update(const float* __restrict__ p_conv1_weight, const float* __restrict__ v_conv1_weight_grad, const float* __restrict__ p_conv1_weight_momentum_buffer, const float* __restrict__ v_step, float* __restrict__ v_conv1_weight_new, float* __restrict__ v_3) {
   float s_0 = v_step[0];
   if ((!(s_0 >= 0x1p+0f))) return 1;
   bool first = (s_0 == 0x1p+0f);
@@ -317,7 +352,7 @@ static int k16_sgd_update(const float* __restrict__ p_conv1_weight, const float*
 }
 
 // %conv1.bias.new, %4 = sgd_update(@conv1.bias, %conv1.bias.grad, @conv1.bias.momentum_buffer, %step) {dampening=0.0, lr=0.001, momentum=0.9, nesterov=false, weight_decay=0.0}
-static int k17_sgd_update(const float* __restrict__ p_conv1_bias, const float* __restrict__ v_conv1_bias_grad, const float* __restrict__ p_conv1_bias_momentum_buffer, const float* __restrict__ v_step, float* __restrict__ v_conv1_bias_new, float* __restrict__ v_4) {
+static int k18_sgd_update(const float* __restrict__ p_conv1_bias, const float* __restrict__ v_conv1_bias_grad, const float* __restrict__ p_conv1_bias_momentum_buffer, const float* __restrict__ v_step, float* __restrict__ v_conv1_bias_new, float* __restrict__ v_4) {
   float s_0 = v_step[0];
   if ((!(s_0 >= 0x1p+0f))) return 1;
   bool first = (s_0 == 0x1p+0f);
@@ -332,7 +367,7 @@ static int k17_sgd_update(const float* __restrict__ p_conv1_bias, const float* _
 }
 
 // %fc.weight.new, %5 = sgd_update(@fc.weight, %fc.weight.grad, @fc.weight.momentum_buffer, %step) {dampening=0.0, lr=0.001, momentum=0.9, nesterov=false, weight_decay=0.0}
-static int k18_sgd_update(const float* __restrict__ p_fc_weight, const float* __restrict__ v_fc_weight_grad, const float* __restrict__ p_fc_weight_momentum_buffer, const float* __restrict__ v_step, float* __restrict__ v_fc_weight_new, float* __restrict__ v_5) {
+static int k19_sgd_update(const float* __restrict__ p_fc_weight, const float* __restrict__ v_fc_weight_grad, const float* __restrict__ p_fc_weight_momentum_buffer, const float* __restrict__ v_step, float* __restrict__ v_fc_weight_new, float* __restrict__ v_5) {
   float s_0 = v_step[0];
   if ((!(s_0 >= 0x1p+0f))) return 1;
   bool first = (s_0 == 0x1p+0f);
@@ -348,7 +383,7 @@ static int k18_sgd_update(const float* __restrict__ p_fc_weight, const float* __
 }
 
 // %fc.bias.new, %6 = sgd_update(@fc.bias, %fc.bias.grad, @fc.bias.momentum_buffer, %step) {dampening=0.0, lr=0.001, momentum=0.9, nesterov=false, weight_decay=0.0}
-static int k19_sgd_update(const float* __restrict__ p_fc_bias, const float* __restrict__ v_fc_bias_grad, const float* __restrict__ p_fc_bias_momentum_buffer, const float* __restrict__ v_step, float* __restrict__ v_fc_bias_new, float* __restrict__ v_6) {
+static int k20_sgd_update(const float* __restrict__ p_fc_bias, const float* __restrict__ v_fc_bias_grad, const float* __restrict__ p_fc_bias_momentum_buffer, const float* __restrict__ v_step, float* __restrict__ v_fc_bias_new, float* __restrict__ v_6) {
   float s_0 = v_step[0];
   if ((!(s_0 >= 0x1p+0f))) return 1;
   bool first = (s_0 == 0x1p+0f);
@@ -389,17 +424,18 @@ extern "C" int dnnc_run(void** buffers) {
   float* v_d0 = (float*)buffers[23];  // intermediate f32[4,16,30,30] d0
   float* v_conv1_bias_grad = (float*)buffers[24];  // intermediate f32[16] conv1.bias.grad
   float* s_col = (float*)buffers[25];  // scratch f32[97200]
-  float* v_conv1_weight_grad = (float*)buffers[26];  // intermediate f32[16,3,3,3] conv1.weight.grad
-  float* v_fc_weight_grad = (float*)buffers[27];  // intermediate f32[10,3600] fc.weight.grad
-  float* v_step = (float*)buffers[28];  // intermediate f32[] step
-  float* v_conv1_weight_new = (float*)buffers[29];  // intermediate f32[16,3,3,3] conv1.weight.new
-  float* v_3 = (float*)buffers[30];  // intermediate f32[16,3,3,3] 3
-  float* v_conv1_bias_new = (float*)buffers[31];  // intermediate f32[16] conv1.bias.new
-  float* v_4 = (float*)buffers[32];  // intermediate f32[16] 4
-  float* v_fc_weight_new = (float*)buffers[33];  // intermediate f32[10,3600] fc.weight.new
-  float* v_5 = (float*)buffers[34];  // intermediate f32[10,3600] 5
-  float* v_fc_bias_new = (float*)buffers[35];  // intermediate f32[10] fc.bias.new
-  float* v_6 = (float*)buffers[36];  // intermediate f32[10] 6
+  float* s_dy_t = (float*)buffers[26];  // scratch f32[57600]
+  float* v_conv1_weight_grad = (float*)buffers[27];  // intermediate f32[16,3,3,3] conv1.weight.grad
+  float* v_fc_weight_grad = (float*)buffers[28];  // intermediate f32[10,3600] fc.weight.grad
+  float* v_step = (float*)buffers[29];  // intermediate f32[] step
+  float* v_conv1_weight_new = (float*)buffers[30];  // intermediate f32[16,3,3,3] conv1.weight.new
+  float* v_3 = (float*)buffers[31];  // intermediate f32[16,3,3,3] 3
+  float* v_conv1_bias_new = (float*)buffers[32];  // intermediate f32[16] conv1.bias.new
+  float* v_4 = (float*)buffers[33];  // intermediate f32[16] 4
+  float* v_fc_weight_new = (float*)buffers[34];  // intermediate f32[10,3600] fc.weight.new
+  float* v_5 = (float*)buffers[35];  // intermediate f32[10,3600] 5
+  float* v_fc_bias_new = (float*)buffers[36];  // intermediate f32[10] fc.bias.new
+  float* v_6 = (float*)buffers[37];  // intermediate f32[10] 6
   k0_conv2d(in_image, p_conv1_weight, p_conv1_bias, v_0);
   k1_relu(v_0, v_1);
   k2_maxpool2d(v_1, v_h);
@@ -413,12 +449,13 @@ extern "C" int dnnc_run(void** buffers) {
   k10_relu_backward(v_d1, v_1, v_d0);
   k11_reduce_sum(v_d0, v_conv1_bias_grad);
   k12_im2col(in_image, s_col);
-  g13_gemm(v_d0, s_col, v_conv1_weight_grad);
-  g14_gemm(v_dlogits, v_2, v_fc_weight_grad);
-  k15_add_scalar(p_dnnc_step, v_step);
-  if (int e = k16_sgd_update(p_conv1_weight, v_conv1_weight_grad, p_conv1_weight_momentum_buffer, v_step, v_conv1_weight_new, v_3)) return 2 + e;
-  if (int e = k17_sgd_update(p_conv1_bias, v_conv1_bias_grad, p_conv1_bias_momentum_buffer, v_step, v_conv1_bias_new, v_4)) return 3 + e;
-  if (int e = k18_sgd_update(p_fc_weight, v_fc_weight_grad, p_fc_weight_momentum_buffer, v_step, v_fc_weight_new, v_5)) return 4 + e;
-  if (int e = k19_sgd_update(p_fc_bias, v_fc_bias_grad, p_fc_bias_momentum_buffer, v_step, v_fc_bias_new, v_6)) return 5 + e;
+  k13_dy_t(v_d0, s_dy_t);
+  g14_gemm(s_dy_t, s_col, v_conv1_weight_grad);
+  g15_gemm(v_dlogits, v_2, v_fc_weight_grad);
+  k16_add_scalar(p_dnnc_step, v_step);
+  if (int e = k17_sgd_update(p_conv1_weight, v_conv1_weight_grad, p_conv1_weight_momentum_buffer, v_step, v_conv1_weight_new, v_3)) return 2 + e;
+  if (int e = k18_sgd_update(p_conv1_bias, v_conv1_bias_grad, p_conv1_bias_momentum_buffer, v_step, v_conv1_bias_new, v_4)) return 3 + e;
+  if (int e = k19_sgd_update(p_fc_weight, v_fc_weight_grad, p_fc_weight_momentum_buffer, v_step, v_fc_weight_new, v_5)) return 4 + e;
+  if (int e = k20_sgd_update(p_fc_bias, v_fc_bias_grad, p_fc_bias_momentum_buffer, v_step, v_fc_bias_new, v_6)) return 5 + e;
   return 0;
 }

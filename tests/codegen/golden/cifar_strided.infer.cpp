@@ -59,6 +59,29 @@ static void dnnc_sgemm_split(bool ta, bool tb, i64 m, i64 n, i64 k, float alpha,
   }
 }
 
+// C = alpha op(A) op(B) (beta = 0) with K split over the threads: for a small C and a long K
+// (weight gradients summed over a batch). Thread 0 writes C, the others partial sums added after.
+static void dnnc_sgemm_split_k(bool ta, bool tb, i64 m, i64 n, i64 k, float alpha, const float* a, i64 lda,
+                               const float* b, i64 ldb, float* c, i64 ldc) {
+  const int t = dnnc_threads;
+  if (t <= 1 || k < 64 * t) {
+    dnnc_sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, 0.0f, c, ldc);
+    return;
+  }
+  float* part = (float*)__builtin_malloc(sizeof(float) * (t - 1) * m * n);
+#pragma omp parallel for num_threads(t) schedule(static)
+  for (int i = 0; i < t; ++i) {
+    i64 k0 = k * i / t, k1 = k * (i + 1) / t;
+    float* out = i == 0 ? c : part + (i - 1) * m * n;
+    dnnc_sgemm(ta, tb, m, n, k1 - k0, alpha, ta ? a + k0 * lda : a + k0, lda, tb ? b + k0 : b + k0 * ldb, ldb, 0.0f, out,
+               i == 0 ? ldc : n);
+  }
+  for (int i = 1; i < t; ++i)
+    for (i64 r = 0; r < m; ++r)
+      for (i64 j = 0; j < n; ++j) c[r * ldc + j] += part[((i - 1) * m + r) * n + j];
+  __builtin_free(part);
+}
+
 // %0 = conv2d(%image, @conv1.weight, @conv1.bias) {dilation=[1,1], groups=1, padding=[1,1], stride=[1,1]}
 static int k0_conv2d(const float* __restrict__ in_image, const float* __restrict__ p_conv1_weight, const float* __restrict__ p_conv1_bias, float* __restrict__ v_0) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
@@ -104,8 +127,10 @@ static int k2_im2col(const float* __restrict__ v_h1, float* __restrict__ s_col) 
   for (i64 bc = 0; bc < 512; ++bc) {
     i64 xbase = (bc * 1024);
     i64 cbase = (bc * 2304);
-    for (i64 i = 0; i < 2304; ++i) {
-      s_col[(cbase + i)] = 0x0p+0f;
+    for (i64 row = 0; row < 9; ++row) {
+      for (i64 i = 0; i < 256; ++i) {
+        s_col[((cbase + (row * 256)) + i)] = 0x0p+0f;
+      }
     }
     for (i64 ki = 0; ki < 3; ++ki) {
       for (i64 kj = 0; kj < 3; ++kj) {

@@ -59,6 +59,29 @@ static void dnnc_sgemm_split(bool ta, bool tb, i64 m, i64 n, i64 k, float alpha,
   }
 }
 
+// C = alpha op(A) op(B) (beta = 0) with K split over the threads: for a small C and a long K
+// (weight gradients summed over a batch). Thread 0 writes C, the others partial sums added after.
+static void dnnc_sgemm_split_k(bool ta, bool tb, i64 m, i64 n, i64 k, float alpha, const float* a, i64 lda,
+                               const float* b, i64 ldb, float* c, i64 ldc) {
+  const int t = dnnc_threads;
+  if (t <= 1 || k < 64 * t) {
+    dnnc_sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, 0.0f, c, ldc);
+    return;
+  }
+  float* part = (float*)__builtin_malloc(sizeof(float) * (t - 1) * m * n);
+#pragma omp parallel for num_threads(t) schedule(static)
+  for (int i = 0; i < t; ++i) {
+    i64 k0 = k * i / t, k1 = k * (i + 1) / t;
+    float* out = i == 0 ? c : part + (i - 1) * m * n;
+    dnnc_sgemm(ta, tb, m, n, k1 - k0, alpha, ta ? a + k0 * lda : a + k0, lda, tb ? b + k0 : b + k0 * ldb, ldb, 0.0f, out,
+               i == 0 ? ldc : n);
+  }
+  for (int i = 1; i < t; ++i)
+    for (i64 r = 0; r < m; ++r)
+      for (i64 j = 0; j < n; ++j) c[r * ldc + j] += part[((i - 1) * m + r) * n + j];
+  __builtin_free(part);
+}
+
 // %0 = conv2d(%image, @conv1.weight, @conv1.bias) {dilation=[1,1], groups=1, padding=[1,1], stride=[1,1]}
 static int k0_conv2d(const float* __restrict__ in_image, const float* __restrict__ p_conv1_weight, const float* __restrict__ p_conv1_bias, float* __restrict__ v_0) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
@@ -104,8 +127,10 @@ static int k2_im2col(const float* __restrict__ v_h1, float* __restrict__ s_col) 
   for (i64 bc = 0; bc < 512; ++bc) {
     i64 xbase = (bc * 1024);
     i64 cbase = (bc * 2304);
-    for (i64 i = 0; i < 2304; ++i) {
-      s_col[(cbase + i)] = 0x0p+0f;
+    for (i64 row = 0; row < 9; ++row) {
+      for (i64 i = 0; i < 256; ++i) {
+        s_col[((cbase + (row * 256)) + i)] = 0x0p+0f;
+      }
     }
     for (i64 ki = 0; ki < 3; ++ki) {
       for (i64 kj = 0; kj < 3; ++kj) {
@@ -379,16 +404,18 @@ static int k20_im2col(const float* __restrict__ v_h1, float* __restrict__ s_col_
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 bc = 0; bc < 512; ++bc) {
     i64 xbase = (bc * 1024);
-    i64 cbase = (bc * 2304);
-    for (i64 i = 0; i < 2304; ++i) {
-      s_col_1[(cbase + i)] = 0x0p+0f;
+    i64 cbase = (((bc % 16) * 73728) + ((bc / 16) * 256));
+    for (i64 row = 0; row < 9; ++row) {
+      for (i64 i = 0; i < 256; ++i) {
+        s_col_1[((cbase + (row * 8192)) + i)] = 0x0p+0f;
+      }
     }
     for (i64 ki = 0; ki < 3; ++ki) {
       for (i64 kj = 0; kj < 3; ++kj) {
         for (i64 oh = (0 < (((1 - ki) + 1) / 2) ? (((1 - ki) + 1) / 2) : 0); oh < (((((1 - ki) + 31) / 2) + 1) < 16 ? ((((1 - ki) + 31) / 2) + 1) : 16); ++oh) {
           i64 ih = (((oh * 2) - 1) + ki);
           for (i64 ow = (0 < (((1 - kj) + 1) / 2) ? (((1 - kj) + 1) / 2) : 0); ow < (((((1 - kj) + 31) / 2) + 1) < 16 ? ((((1 - kj) + 31) / 2) + 1) : 16); ++ow) {
-            s_col_1[(((cbase + (((ki * 3) + kj) * 256)) + (oh * 16)) + ow)] = v_h1[((xbase + (ih * 32)) + (((ow * 2) - 1) + kj))];
+            s_col_1[(((cbase + (((ki * 3) + kj) * 8192)) + (oh * 16)) + ow)] = v_h1[((xbase + (ih * 32)) + (((ow * 2) - 1) + kj))];
           }
         }
       }
@@ -398,29 +425,43 @@ static int k20_im2col(const float* __restrict__ v_h1, float* __restrict__ s_col_
 }
 
 // %conv2.weight.grad = conv2d_backward_weight(%d1, %h1) {dilation=[1,1], groups=1, kernel=[3,3], padding=[1,1], stride=[2,2]}
-// C[32,144] = A · Bᵀ, 32 problems summed
-static void g21_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
-  for (i64 bi = 0; bi < 32; ++bi) {
-    dnnc_sgemm_split(false, true, 32, 144, 256, 0x1p+0f, a + bi * 8192, 256, b + bi * 36864, 256, bi == 0 ? 0x0p+0f : 0x1p+0f, c, 144);
+//   (dy as [O, B*P])
+static int k21_dy_t(const float* __restrict__ v_d1, float* __restrict__ s_dy_t) {
+  #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
+  for (i64 ob = 0; ob < 1024; ++ob) {
+    i64 o = (ob / 32);
+    i64 b = (ob % 32);
+    for (i64 i = 0; i < 256; ++i) {
+      s_dy_t[((ob * 256) + i)] = v_d1[((((b * 32) + o) * 256) + i)];
+    }
   }
+  return 0;
+}
+
+// %conv2.weight.grad = conv2d_backward_weight(%d1, %h1) {dilation=[1,1], groups=1, kernel=[3,3], padding=[1,1], stride=[2,2]}
+// C[32,144] = A · Bᵀ
+static void g22_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
+  dnnc_sgemm_split_k(false, true, 32, 144, 8192, 0x1p+0f, a, 8192, b, 8192, c, 144);
 }
 
 // %conv1.weight.grad = conv2d_backward_weight(%d0, %image) {dilation=[1,1], groups=1, kernel=[3,3], padding=[1,1], stride=[1,1]}
 //   (im2col of image)
-static int k22_im2col(const float* __restrict__ in_image, float* __restrict__ s_col_2) {
+static int k23_im2col(const float* __restrict__ in_image, float* __restrict__ s_col_2) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 bc = 0; bc < 96; ++bc) {
     i64 xbase = (bc * 1024);
-    i64 cbase = (bc * 9216);
-    for (i64 i = 0; i < 9216; ++i) {
-      s_col_2[(cbase + i)] = 0x0p+0f;
+    i64 cbase = (((bc % 3) * 294912) + ((bc / 3) * 1024));
+    for (i64 row = 0; row < 9; ++row) {
+      for (i64 i = 0; i < 1024; ++i) {
+        s_col_2[((cbase + (row * 32768)) + i)] = 0x0p+0f;
+      }
     }
     for (i64 ki = 0; ki < 3; ++ki) {
       for (i64 kj = 0; kj < 3; ++kj) {
         for (i64 oh = (0 < (1 - ki) ? (1 - ki) : 0); oh < (((1 - ki) + 32) < 32 ? ((1 - ki) + 32) : 32); ++oh) {
           i64 ih = ((oh - 1) + ki);
           for (i64 ow = (0 < (1 - kj) ? (1 - kj) : 0); ow < (((1 - kj) + 32) < 32 ? ((1 - kj) + 32) : 32); ++ow) {
-            s_col_2[(((cbase + (((ki * 3) + kj) * 1024)) + (oh * 32)) + ow)] = in_image[((xbase + (ih * 32)) + ((ow - 1) + kj))];
+            s_col_2[(((cbase + (((ki * 3) + kj) * 32768)) + (oh * 32)) + ow)] = in_image[((xbase + (ih * 32)) + ((ow - 1) + kj))];
           }
         }
       }
@@ -430,22 +471,34 @@ static int k22_im2col(const float* __restrict__ in_image, float* __restrict__ s_
 }
 
 // %conv1.weight.grad = conv2d_backward_weight(%d0, %image) {dilation=[1,1], groups=1, kernel=[3,3], padding=[1,1], stride=[1,1]}
-// C[16,27] = A · Bᵀ, 32 problems summed
-static void g23_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
-  for (i64 bi = 0; bi < 32; ++bi) {
-    dnnc_sgemm_split(false, true, 16, 27, 1024, 0x1p+0f, a + bi * 16384, 1024, b + bi * 27648, 1024, bi == 0 ? 0x0p+0f : 0x1p+0f, c, 27);
+//   (dy as [O, B*P])
+static int k24_dy_t(const float* __restrict__ v_d0, float* __restrict__ s_dy_t_1) {
+  #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
+  for (i64 ob = 0; ob < 512; ++ob) {
+    i64 o = (ob / 32);
+    i64 b = (ob % 32);
+    for (i64 i = 0; i < 1024; ++i) {
+      s_dy_t_1[((ob * 1024) + i)] = v_d0[((((b * 16) + o) * 1024) + i)];
+    }
   }
+  return 0;
+}
+
+// %conv1.weight.grad = conv2d_backward_weight(%d0, %image) {dilation=[1,1], groups=1, kernel=[3,3], padding=[1,1], stride=[1,1]}
+// C[16,27] = A · Bᵀ
+static void g25_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
+  dnnc_sgemm_split_k(false, true, 16, 27, 32768, 0x1p+0f, a, 32768, b, 32768, c, 27);
 }
 
 // %step = add_scalar(@dnnc.step) {value=1.0}
-static int k24_add_scalar(const float* __restrict__ p_dnnc_step, float* __restrict__ v_step) {
+static int k26_add_scalar(const float* __restrict__ p_dnnc_step, float* __restrict__ v_step) {
   float s_0 = p_dnnc_step[0];
   v_step[0] = (s_0 + 0x1p+0f);
   return 0;
 }
 
 // %conv1.weight.new, %4 = sgd_update(@conv1.weight, %conv1.weight.grad, @conv1.weight.momentum_buffer, %step) {dampening=0.0, lr=0.01, momentum=0.9, nesterov=false, weight_decay=0.0}
-static int k25_sgd_update(const float* __restrict__ p_conv1_weight, const float* __restrict__ v_conv1_weight_grad, const float* __restrict__ p_conv1_weight_momentum_buffer, const float* __restrict__ v_step, float* __restrict__ v_conv1_weight_new, float* __restrict__ v_4) {
+static int k27_sgd_update(const float* __restrict__ p_conv1_weight, const float* __restrict__ v_conv1_weight_grad, const float* __restrict__ p_conv1_weight_momentum_buffer, const float* __restrict__ v_step, float* __restrict__ v_conv1_weight_new, float* __restrict__ v_4) {
   float s_0 = v_step[0];
   if ((!(s_0 >= 0x1p+0f))) return 1;
   bool first = (s_0 == 0x1p+0f);
@@ -460,7 +513,7 @@ static int k25_sgd_update(const float* __restrict__ p_conv1_weight, const float*
 }
 
 // %conv1.bias.new, %5 = sgd_update(@conv1.bias, %conv1.bias.grad, @conv1.bias.momentum_buffer, %step) {dampening=0.0, lr=0.01, momentum=0.9, nesterov=false, weight_decay=0.0}
-static int k26_sgd_update(const float* __restrict__ p_conv1_bias, const float* __restrict__ v_conv1_bias_grad, const float* __restrict__ p_conv1_bias_momentum_buffer, const float* __restrict__ v_step, float* __restrict__ v_conv1_bias_new, float* __restrict__ v_5) {
+static int k28_sgd_update(const float* __restrict__ p_conv1_bias, const float* __restrict__ v_conv1_bias_grad, const float* __restrict__ p_conv1_bias_momentum_buffer, const float* __restrict__ v_step, float* __restrict__ v_conv1_bias_new, float* __restrict__ v_5) {
   float s_0 = v_step[0];
   if ((!(s_0 >= 0x1p+0f))) return 1;
   bool first = (s_0 == 0x1p+0f);
@@ -475,7 +528,7 @@ static int k26_sgd_update(const float* __restrict__ p_conv1_bias, const float* _
 }
 
 // %conv2.weight.new, %6 = sgd_update(@conv2.weight, %conv2.weight.grad, @conv2.weight.momentum_buffer, %step) {dampening=0.0, lr=0.01, momentum=0.9, nesterov=false, weight_decay=0.0}
-static int k27_sgd_update(const float* __restrict__ p_conv2_weight, const float* __restrict__ v_conv2_weight_grad, const float* __restrict__ p_conv2_weight_momentum_buffer, const float* __restrict__ v_step, float* __restrict__ v_conv2_weight_new, float* __restrict__ v_6) {
+static int k29_sgd_update(const float* __restrict__ p_conv2_weight, const float* __restrict__ v_conv2_weight_grad, const float* __restrict__ p_conv2_weight_momentum_buffer, const float* __restrict__ v_step, float* __restrict__ v_conv2_weight_new, float* __restrict__ v_6) {
   float s_0 = v_step[0];
   if ((!(s_0 >= 0x1p+0f))) return 1;
   bool first = (s_0 == 0x1p+0f);
@@ -490,7 +543,7 @@ static int k27_sgd_update(const float* __restrict__ p_conv2_weight, const float*
 }
 
 // %conv2.bias.new, %7 = sgd_update(@conv2.bias, %conv2.bias.grad, @conv2.bias.momentum_buffer, %step) {dampening=0.0, lr=0.01, momentum=0.9, nesterov=false, weight_decay=0.0}
-static int k28_sgd_update(const float* __restrict__ p_conv2_bias, const float* __restrict__ v_conv2_bias_grad, const float* __restrict__ p_conv2_bias_momentum_buffer, const float* __restrict__ v_step, float* __restrict__ v_conv2_bias_new, float* __restrict__ v_7) {
+static int k30_sgd_update(const float* __restrict__ p_conv2_bias, const float* __restrict__ v_conv2_bias_grad, const float* __restrict__ p_conv2_bias_momentum_buffer, const float* __restrict__ v_step, float* __restrict__ v_conv2_bias_new, float* __restrict__ v_7) {
   float s_0 = v_step[0];
   if ((!(s_0 >= 0x1p+0f))) return 1;
   bool first = (s_0 == 0x1p+0f);
@@ -505,7 +558,7 @@ static int k28_sgd_update(const float* __restrict__ p_conv2_bias, const float* _
 }
 
 // %fc.weight.new, %8 = sgd_update(@fc.weight, %fc.weight.grad, @fc.weight.momentum_buffer, %step) {dampening=0.0, lr=0.01, momentum=0.9, nesterov=false, weight_decay=0.0}
-static int k29_sgd_update(const float* __restrict__ p_fc_weight, const float* __restrict__ v_fc_weight_grad, const float* __restrict__ p_fc_weight_momentum_buffer, const float* __restrict__ v_step, float* __restrict__ v_fc_weight_new, float* __restrict__ v_8) {
+static int k31_sgd_update(const float* __restrict__ p_fc_weight, const float* __restrict__ v_fc_weight_grad, const float* __restrict__ p_fc_weight_momentum_buffer, const float* __restrict__ v_step, float* __restrict__ v_fc_weight_new, float* __restrict__ v_8) {
   float s_0 = v_step[0];
   if ((!(s_0 >= 0x1p+0f))) return 1;
   bool first = (s_0 == 0x1p+0f);
@@ -520,7 +573,7 @@ static int k29_sgd_update(const float* __restrict__ p_fc_weight, const float* __
 }
 
 // %fc.bias.new, %9 = sgd_update(@fc.bias, %fc.bias.grad, @fc.bias.momentum_buffer, %step) {dampening=0.0, lr=0.01, momentum=0.9, nesterov=false, weight_decay=0.0}
-static int k30_sgd_update(const float* __restrict__ p_fc_bias, const float* __restrict__ v_fc_bias_grad, const float* __restrict__ p_fc_bias_momentum_buffer, const float* __restrict__ v_step, float* __restrict__ v_fc_bias_new, float* __restrict__ v_9) {
+static int k32_sgd_update(const float* __restrict__ p_fc_bias, const float* __restrict__ v_fc_bias_grad, const float* __restrict__ p_fc_bias_momentum_buffer, const float* __restrict__ v_step, float* __restrict__ v_fc_bias_new, float* __restrict__ v_9) {
   float s_0 = v_step[0];
   if ((!(s_0 >= 0x1p+0f))) return 1;
   bool first = (s_0 == 0x1p+0f);
@@ -573,22 +626,24 @@ extern "C" int dnnc_run(void** buffers) {
   float* v_d0 = (float*)buffers[35];  // intermediate f32[32,16,32,32] d0
   float* v_conv1_bias_grad = (float*)buffers[36];  // intermediate f32[16] conv1.bias.grad
   float* s_col_1 = (float*)buffers[37];  // scratch f32[1179648]
-  float* v_conv2_weight_grad = (float*)buffers[38];  // intermediate f32[32,16,3,3] conv2.weight.grad
-  float* s_col_2 = (float*)buffers[39];  // scratch f32[884736]
-  float* v_conv1_weight_grad = (float*)buffers[40];  // intermediate f32[16,3,3,3] conv1.weight.grad
-  float* v_step = (float*)buffers[41];  // intermediate f32[] step
-  float* v_conv1_weight_new = (float*)buffers[42];  // intermediate f32[16,3,3,3] conv1.weight.new
-  float* v_4 = (float*)buffers[43];  // intermediate f32[16,3,3,3] 4
-  float* v_conv1_bias_new = (float*)buffers[44];  // intermediate f32[16] conv1.bias.new
-  float* v_5 = (float*)buffers[45];  // intermediate f32[16] 5
-  float* v_conv2_weight_new = (float*)buffers[46];  // intermediate f32[32,16,3,3] conv2.weight.new
-  float* v_6 = (float*)buffers[47];  // intermediate f32[32,16,3,3] 6
-  float* v_conv2_bias_new = (float*)buffers[48];  // intermediate f32[32] conv2.bias.new
-  float* v_7 = (float*)buffers[49];  // intermediate f32[32] 7
-  float* v_fc_weight_new = (float*)buffers[50];  // intermediate f32[10,2048] fc.weight.new
-  float* v_8 = (float*)buffers[51];  // intermediate f32[10,2048] 8
-  float* v_fc_bias_new = (float*)buffers[52];  // intermediate f32[10] fc.bias.new
-  float* v_9 = (float*)buffers[53];  // intermediate f32[10] 9
+  float* s_dy_t = (float*)buffers[38];  // scratch f32[262144]
+  float* v_conv2_weight_grad = (float*)buffers[39];  // intermediate f32[32,16,3,3] conv2.weight.grad
+  float* s_col_2 = (float*)buffers[40];  // scratch f32[884736]
+  float* s_dy_t_1 = (float*)buffers[41];  // scratch f32[524288]
+  float* v_conv1_weight_grad = (float*)buffers[42];  // intermediate f32[16,3,3,3] conv1.weight.grad
+  float* v_step = (float*)buffers[43];  // intermediate f32[] step
+  float* v_conv1_weight_new = (float*)buffers[44];  // intermediate f32[16,3,3,3] conv1.weight.new
+  float* v_4 = (float*)buffers[45];  // intermediate f32[16,3,3,3] 4
+  float* v_conv1_bias_new = (float*)buffers[46];  // intermediate f32[16] conv1.bias.new
+  float* v_5 = (float*)buffers[47];  // intermediate f32[16] 5
+  float* v_conv2_weight_new = (float*)buffers[48];  // intermediate f32[32,16,3,3] conv2.weight.new
+  float* v_6 = (float*)buffers[49];  // intermediate f32[32,16,3,3] 6
+  float* v_conv2_bias_new = (float*)buffers[50];  // intermediate f32[32] conv2.bias.new
+  float* v_7 = (float*)buffers[51];  // intermediate f32[32] 7
+  float* v_fc_weight_new = (float*)buffers[52];  // intermediate f32[10,2048] fc.weight.new
+  float* v_8 = (float*)buffers[53];  // intermediate f32[10,2048] 8
+  float* v_fc_bias_new = (float*)buffers[54];  // intermediate f32[10] fc.bias.new
+  float* v_9 = (float*)buffers[55];  // intermediate f32[10] 9
   k0_conv2d(in_image, p_conv1_weight, p_conv1_bias, v_0);
   k1_relu(v_0, v_h1);
   k2_im2col(v_h1, s_col);
@@ -610,15 +665,17 @@ extern "C" int dnnc_run(void** buffers) {
   k18_relu_backward(v_dh1, v_h1, v_d0);
   k19_reduce_sum(v_d0, v_conv1_bias_grad);
   k20_im2col(v_h1, s_col_1);
-  g21_gemm(v_d1, s_col_1, v_conv2_weight_grad);
-  k22_im2col(in_image, s_col_2);
-  g23_gemm(v_d0, s_col_2, v_conv1_weight_grad);
-  k24_add_scalar(p_dnnc_step, v_step);
-  if (int e = k25_sgd_update(p_conv1_weight, v_conv1_weight_grad, p_conv1_weight_momentum_buffer, v_step, v_conv1_weight_new, v_4)) return 2 + e;
-  if (int e = k26_sgd_update(p_conv1_bias, v_conv1_bias_grad, p_conv1_bias_momentum_buffer, v_step, v_conv1_bias_new, v_5)) return 3 + e;
-  if (int e = k27_sgd_update(p_conv2_weight, v_conv2_weight_grad, p_conv2_weight_momentum_buffer, v_step, v_conv2_weight_new, v_6)) return 4 + e;
-  if (int e = k28_sgd_update(p_conv2_bias, v_conv2_bias_grad, p_conv2_bias_momentum_buffer, v_step, v_conv2_bias_new, v_7)) return 5 + e;
-  if (int e = k29_sgd_update(p_fc_weight, v_fc_weight_grad, p_fc_weight_momentum_buffer, v_step, v_fc_weight_new, v_8)) return 6 + e;
-  if (int e = k30_sgd_update(p_fc_bias, v_fc_bias_grad, p_fc_bias_momentum_buffer, v_step, v_fc_bias_new, v_9)) return 7 + e;
+  k21_dy_t(v_d1, s_dy_t);
+  g22_gemm(s_dy_t, s_col_1, v_conv2_weight_grad);
+  k23_im2col(in_image, s_col_2);
+  k24_dy_t(v_d0, s_dy_t_1);
+  g25_gemm(s_dy_t_1, s_col_2, v_conv1_weight_grad);
+  k26_add_scalar(p_dnnc_step, v_step);
+  if (int e = k27_sgd_update(p_conv1_weight, v_conv1_weight_grad, p_conv1_weight_momentum_buffer, v_step, v_conv1_weight_new, v_4)) return 2 + e;
+  if (int e = k28_sgd_update(p_conv1_bias, v_conv1_bias_grad, p_conv1_bias_momentum_buffer, v_step, v_conv1_bias_new, v_5)) return 3 + e;
+  if (int e = k29_sgd_update(p_conv2_weight, v_conv2_weight_grad, p_conv2_weight_momentum_buffer, v_step, v_conv2_weight_new, v_6)) return 4 + e;
+  if (int e = k30_sgd_update(p_conv2_bias, v_conv2_bias_grad, p_conv2_bias_momentum_buffer, v_step, v_conv2_bias_new, v_7)) return 5 + e;
+  if (int e = k31_sgd_update(p_fc_weight, v_fc_weight_grad, p_fc_weight_momentum_buffer, v_step, v_fc_weight_new, v_8)) return 6 + e;
+  if (int e = k32_sgd_update(p_fc_bias, v_fc_bias_grad, p_fc_bias_momentum_buffer, v_step, v_fc_bias_new, v_9)) return 7 + e;
   return 0;
 }

@@ -59,6 +59,29 @@ static void dnnc_sgemm_split(bool ta, bool tb, i64 m, i64 n, i64 k, float alpha,
   }
 }
 
+// C = alpha op(A) op(B) (beta = 0) with K split over the threads: for a small C and a long K
+// (weight gradients summed over a batch). Thread 0 writes C, the others partial sums added after.
+static void dnnc_sgemm_split_k(bool ta, bool tb, i64 m, i64 n, i64 k, float alpha, const float* a, i64 lda,
+                               const float* b, i64 ldb, float* c, i64 ldc) {
+  const int t = dnnc_threads;
+  if (t <= 1 || k < 64 * t) {
+    dnnc_sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, 0.0f, c, ldc);
+    return;
+  }
+  float* part = (float*)__builtin_malloc(sizeof(float) * (t - 1) * m * n);
+#pragma omp parallel for num_threads(t) schedule(static)
+  for (int i = 0; i < t; ++i) {
+    i64 k0 = k * i / t, k1 = k * (i + 1) / t;
+    float* out = i == 0 ? c : part + (i - 1) * m * n;
+    dnnc_sgemm(ta, tb, m, n, k1 - k0, alpha, ta ? a + k0 * lda : a + k0, lda, tb ? b + k0 : b + k0 * ldb, ldb, 0.0f, out,
+               i == 0 ? ldc : n);
+  }
+  for (int i = 1; i < t; ++i)
+    for (i64 r = 0; r < m; ++r)
+      for (i64 j = 0; j < n; ++j) c[r * ldc + j] += part[((i - 1) * m + r) * n + j];
+  __builtin_free(part);
+}
+
 // %0 = conv2d(%image, @conv1.weight, @conv1.bias) {dilation=[1,1], groups=1, padding=[2,2], stride=[1,1]}
 static int k0_conv2d(const float* __restrict__ in_image, const float* __restrict__ p_conv1_weight, const float* __restrict__ p_conv1_bias, float* __restrict__ v_0) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
@@ -477,13 +500,13 @@ static int k31_im2col(const float* __restrict__ v_h1, float* __restrict__ s_col_
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 bc = 0; bc < 384; ++bc) {
     i64 xbase = (bc * 196);
-    i64 cbase = (bc * 2500);
+    i64 cbase = (((bc % 6) * 160000) + ((bc / 6) * 100));
     for (i64 ki = 0; ki < 5; ++ki) {
       for (i64 kj = 0; kj < 5; ++kj) {
         for (i64 oh = (0 < (-ki) ? (-ki) : 0); oh < (((-ki) + 14) < 10 ? ((-ki) + 14) : 10); ++oh) {
           i64 ih = (oh + ki);
           for (i64 ow = (0 < (-kj) ? (-kj) : 0); ow < (((-kj) + 14) < 10 ? ((-kj) + 14) : 10); ++ow) {
-            s_col_1[(((cbase + (((ki * 5) + kj) * 100)) + (oh * 10)) + ow)] = v_h1[((xbase + (ih * 14)) + (ow + kj))];
+            s_col_1[(((cbase + (((ki * 5) + kj) * 6400)) + (oh * 10)) + ow)] = v_h1[((xbase + (ih * 14)) + (ow + kj))];
           }
         }
       }
@@ -493,15 +516,27 @@ static int k31_im2col(const float* __restrict__ v_h1, float* __restrict__ s_col_
 }
 
 // %conv2.weight.grad = conv2d_backward_weight(%d2, %h1) {dilation=[1,1], groups=1, kernel=[5,5], padding=[0,0], stride=[1,1]}
-// C[16,150] = A · Bᵀ, 64 problems summed
-static void g32_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
-  for (i64 bi = 0; bi < 64; ++bi) {
-    dnnc_sgemm_split(false, true, 16, 150, 100, 0x1p+0f, a + bi * 1600, 100, b + bi * 15000, 100, bi == 0 ? 0x0p+0f : 0x1p+0f, c, 150);
+//   (dy as [O, B*P])
+static int k32_dy_t(const float* __restrict__ v_d2, float* __restrict__ s_dy_t) {
+  #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
+  for (i64 ob = 0; ob < 1024; ++ob) {
+    i64 o = (ob / 64);
+    i64 b = (ob % 64);
+    for (i64 i = 0; i < 100; ++i) {
+      s_dy_t[((ob * 100) + i)] = v_d2[((((b * 16) + o) * 100) + i)];
+    }
   }
+  return 0;
+}
+
+// %conv2.weight.grad = conv2d_backward_weight(%d2, %h1) {dilation=[1,1], groups=1, kernel=[5,5], padding=[0,0], stride=[1,1]}
+// C[16,150] = A · Bᵀ
+static void g33_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
+  dnnc_sgemm_split_k(false, true, 16, 150, 6400, 0x1p+0f, a, 6400, b, 6400, c, 150);
 }
 
 // %d1 = maxpool2d_backward(%dh1, %1) {kernel=[2,2], padding=[0,0], stride=[]}
-static int k33_maxpool2d_backward(const float* __restrict__ v_dh1, const float* __restrict__ v_1, float* __restrict__ v_d1) {
+static int k34_maxpool2d_backward(const float* __restrict__ v_dh1, const float* __restrict__ v_1, float* __restrict__ v_d1) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 bc = 0; bc < 384; ++bc) {
     i64 xbase = (bc * 784);
@@ -532,7 +567,7 @@ static int k33_maxpool2d_backward(const float* __restrict__ v_dh1, const float* 
 }
 
 // %d0 = relu_backward(%d1, %1)
-static int k34_relu_backward(const float* __restrict__ v_d1, const float* __restrict__ v_1, float* __restrict__ v_d0) {
+static int k35_relu_backward(const float* __restrict__ v_d1, const float* __restrict__ v_1, float* __restrict__ v_d0) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 i = 0; i < 301056; ++i) {
     v_d0[i] = ((v_1[i] > 0x0p+0f) ? v_d1[i] : 0x0p+0f);
@@ -541,7 +576,7 @@ static int k34_relu_backward(const float* __restrict__ v_d1, const float* __rest
 }
 
 // %conv1.bias.grad = reduce_sum(%d0) {axes=[0,2,3], keepdim=false}
-static int k35_reduce_sum(const float* __restrict__ v_d0, float* __restrict__ v_conv1_bias_grad) {
+static int k36_reduce_sum(const float* __restrict__ v_d0, float* __restrict__ v_conv1_bias_grad) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 o = 0; o < 6; ++o) {
     float acc = 0x0p+0f;
@@ -557,20 +592,22 @@ static int k35_reduce_sum(const float* __restrict__ v_d0, float* __restrict__ v_
 
 // %conv1.weight.grad = conv2d_backward_weight(%d0, %image) {dilation=[1,1], groups=1, kernel=[5,5], padding=[2,2], stride=[1,1]}
 //   (im2col of image)
-static int k36_im2col(const float* __restrict__ in_image, float* __restrict__ s_col_2) {
+static int k37_im2col(const float* __restrict__ in_image, float* __restrict__ s_col_2) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 bc = 0; bc < 64; ++bc) {
     i64 xbase = (bc * 784);
-    i64 cbase = (bc * 19600);
-    for (i64 i = 0; i < 19600; ++i) {
-      s_col_2[(cbase + i)] = 0x0p+0f;
+    i64 cbase = (bc * 784);
+    for (i64 row = 0; row < 25; ++row) {
+      for (i64 i = 0; i < 784; ++i) {
+        s_col_2[((cbase + (row * 50176)) + i)] = 0x0p+0f;
+      }
     }
     for (i64 ki = 0; ki < 5; ++ki) {
       for (i64 kj = 0; kj < 5; ++kj) {
         for (i64 oh = (0 < (2 - ki) ? (2 - ki) : 0); oh < (((2 - ki) + 28) < 28 ? ((2 - ki) + 28) : 28); ++oh) {
           i64 ih = ((oh - 2) + ki);
           for (i64 ow = (0 < (2 - kj) ? (2 - kj) : 0); ow < (((2 - kj) + 28) < 28 ? ((2 - kj) + 28) : 28); ++ow) {
-            s_col_2[(((cbase + (((ki * 5) + kj) * 784)) + (oh * 28)) + ow)] = in_image[((xbase + (ih * 28)) + ((ow - 2) + kj))];
+            s_col_2[(((cbase + (((ki * 5) + kj) * 50176)) + (oh * 28)) + ow)] = in_image[((xbase + (ih * 28)) + ((ow - 2) + kj))];
           }
         }
       }
@@ -580,22 +617,34 @@ static int k36_im2col(const float* __restrict__ in_image, float* __restrict__ s_
 }
 
 // %conv1.weight.grad = conv2d_backward_weight(%d0, %image) {dilation=[1,1], groups=1, kernel=[5,5], padding=[2,2], stride=[1,1]}
-// C[6,25] = A · Bᵀ, 64 problems summed
-static void g37_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
-  for (i64 bi = 0; bi < 64; ++bi) {
-    dnnc_sgemm_split(false, true, 6, 25, 784, 0x1p+0f, a + bi * 4704, 784, b + bi * 19600, 784, bi == 0 ? 0x0p+0f : 0x1p+0f, c, 25);
+//   (dy as [O, B*P])
+static int k38_dy_t(const float* __restrict__ v_d0, float* __restrict__ s_dy_t_1) {
+  #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
+  for (i64 ob = 0; ob < 384; ++ob) {
+    i64 o = (ob / 64);
+    i64 b = (ob % 64);
+    for (i64 i = 0; i < 784; ++i) {
+      s_dy_t_1[((ob * 784) + i)] = v_d0[((((b * 6) + o) * 784) + i)];
+    }
   }
+  return 0;
+}
+
+// %conv1.weight.grad = conv2d_backward_weight(%d0, %image) {dilation=[1,1], groups=1, kernel=[5,5], padding=[2,2], stride=[1,1]}
+// C[6,25] = A · Bᵀ
+static void g39_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
+  dnnc_sgemm_split_k(false, true, 6, 25, 50176, 0x1p+0f, a, 50176, b, 50176, c, 25);
 }
 
 // %step = add_scalar(@dnnc.step) {value=1.0}
-static int k38_add_scalar(const float* __restrict__ p_dnnc_step, float* __restrict__ v_step) {
+static int k40_add_scalar(const float* __restrict__ p_dnnc_step, float* __restrict__ v_step) {
   float s_0 = p_dnnc_step[0];
   v_step[0] = (s_0 + 0x1p+0f);
   return 0;
 }
 
 // %conv1.weight.new, %7 = sgd_update(@conv1.weight, %conv1.weight.grad, @conv1.weight.momentum_buffer, %step) {dampening=0.0, lr=0.01, momentum=0.9, nesterov=false, weight_decay=0.0}
-static int k39_sgd_update(const float* __restrict__ p_conv1_weight, const float* __restrict__ v_conv1_weight_grad, const float* __restrict__ p_conv1_weight_momentum_buffer, const float* __restrict__ v_step, float* __restrict__ v_conv1_weight_new, float* __restrict__ v_7) {
+static int k41_sgd_update(const float* __restrict__ p_conv1_weight, const float* __restrict__ v_conv1_weight_grad, const float* __restrict__ p_conv1_weight_momentum_buffer, const float* __restrict__ v_step, float* __restrict__ v_conv1_weight_new, float* __restrict__ v_7) {
   float s_0 = v_step[0];
   if ((!(s_0 >= 0x1p+0f))) return 1;
   bool first = (s_0 == 0x1p+0f);
@@ -610,7 +659,7 @@ static int k39_sgd_update(const float* __restrict__ p_conv1_weight, const float*
 }
 
 // %conv1.bias.new, %8 = sgd_update(@conv1.bias, %conv1.bias.grad, @conv1.bias.momentum_buffer, %step) {dampening=0.0, lr=0.01, momentum=0.9, nesterov=false, weight_decay=0.0}
-static int k40_sgd_update(const float* __restrict__ p_conv1_bias, const float* __restrict__ v_conv1_bias_grad, const float* __restrict__ p_conv1_bias_momentum_buffer, const float* __restrict__ v_step, float* __restrict__ v_conv1_bias_new, float* __restrict__ v_8) {
+static int k42_sgd_update(const float* __restrict__ p_conv1_bias, const float* __restrict__ v_conv1_bias_grad, const float* __restrict__ p_conv1_bias_momentum_buffer, const float* __restrict__ v_step, float* __restrict__ v_conv1_bias_new, float* __restrict__ v_8) {
   float s_0 = v_step[0];
   if ((!(s_0 >= 0x1p+0f))) return 1;
   bool first = (s_0 == 0x1p+0f);
@@ -625,7 +674,7 @@ static int k40_sgd_update(const float* __restrict__ p_conv1_bias, const float* _
 }
 
 // %conv2.weight.new, %9 = sgd_update(@conv2.weight, %conv2.weight.grad, @conv2.weight.momentum_buffer, %step) {dampening=0.0, lr=0.01, momentum=0.9, nesterov=false, weight_decay=0.0}
-static int k41_sgd_update(const float* __restrict__ p_conv2_weight, const float* __restrict__ v_conv2_weight_grad, const float* __restrict__ p_conv2_weight_momentum_buffer, const float* __restrict__ v_step, float* __restrict__ v_conv2_weight_new, float* __restrict__ v_9) {
+static int k43_sgd_update(const float* __restrict__ p_conv2_weight, const float* __restrict__ v_conv2_weight_grad, const float* __restrict__ p_conv2_weight_momentum_buffer, const float* __restrict__ v_step, float* __restrict__ v_conv2_weight_new, float* __restrict__ v_9) {
   float s_0 = v_step[0];
   if ((!(s_0 >= 0x1p+0f))) return 1;
   bool first = (s_0 == 0x1p+0f);
@@ -640,7 +689,7 @@ static int k41_sgd_update(const float* __restrict__ p_conv2_weight, const float*
 }
 
 // %conv2.bias.new, %10 = sgd_update(@conv2.bias, %conv2.bias.grad, @conv2.bias.momentum_buffer, %step) {dampening=0.0, lr=0.01, momentum=0.9, nesterov=false, weight_decay=0.0}
-static int k42_sgd_update(const float* __restrict__ p_conv2_bias, const float* __restrict__ v_conv2_bias_grad, const float* __restrict__ p_conv2_bias_momentum_buffer, const float* __restrict__ v_step, float* __restrict__ v_conv2_bias_new, float* __restrict__ v_10) {
+static int k44_sgd_update(const float* __restrict__ p_conv2_bias, const float* __restrict__ v_conv2_bias_grad, const float* __restrict__ p_conv2_bias_momentum_buffer, const float* __restrict__ v_step, float* __restrict__ v_conv2_bias_new, float* __restrict__ v_10) {
   float s_0 = v_step[0];
   if ((!(s_0 >= 0x1p+0f))) return 1;
   bool first = (s_0 == 0x1p+0f);
@@ -655,7 +704,7 @@ static int k42_sgd_update(const float* __restrict__ p_conv2_bias, const float* _
 }
 
 // %fc1.weight.new, %11 = sgd_update(@fc1.weight, %fc1.weight.grad, @fc1.weight.momentum_buffer, %step) {dampening=0.0, lr=0.01, momentum=0.9, nesterov=false, weight_decay=0.0}
-static int k43_sgd_update(const float* __restrict__ p_fc1_weight, const float* __restrict__ v_fc1_weight_grad, const float* __restrict__ p_fc1_weight_momentum_buffer, const float* __restrict__ v_step, float* __restrict__ v_fc1_weight_new, float* __restrict__ v_11) {
+static int k45_sgd_update(const float* __restrict__ p_fc1_weight, const float* __restrict__ v_fc1_weight_grad, const float* __restrict__ p_fc1_weight_momentum_buffer, const float* __restrict__ v_step, float* __restrict__ v_fc1_weight_new, float* __restrict__ v_11) {
   float s_0 = v_step[0];
   if ((!(s_0 >= 0x1p+0f))) return 1;
   bool first = (s_0 == 0x1p+0f);
@@ -671,7 +720,7 @@ static int k43_sgd_update(const float* __restrict__ p_fc1_weight, const float* _
 }
 
 // %fc1.bias.new, %12 = sgd_update(@fc1.bias, %fc1.bias.grad, @fc1.bias.momentum_buffer, %step) {dampening=0.0, lr=0.01, momentum=0.9, nesterov=false, weight_decay=0.0}
-static int k44_sgd_update(const float* __restrict__ p_fc1_bias, const float* __restrict__ v_fc1_bias_grad, const float* __restrict__ p_fc1_bias_momentum_buffer, const float* __restrict__ v_step, float* __restrict__ v_fc1_bias_new, float* __restrict__ v_12) {
+static int k46_sgd_update(const float* __restrict__ p_fc1_bias, const float* __restrict__ v_fc1_bias_grad, const float* __restrict__ p_fc1_bias_momentum_buffer, const float* __restrict__ v_step, float* __restrict__ v_fc1_bias_new, float* __restrict__ v_12) {
   float s_0 = v_step[0];
   if ((!(s_0 >= 0x1p+0f))) return 1;
   bool first = (s_0 == 0x1p+0f);
@@ -686,7 +735,7 @@ static int k44_sgd_update(const float* __restrict__ p_fc1_bias, const float* __r
 }
 
 // %fc2.weight.new, %13 = sgd_update(@fc2.weight, %fc2.weight.grad, @fc2.weight.momentum_buffer, %step) {dampening=0.0, lr=0.01, momentum=0.9, nesterov=false, weight_decay=0.0}
-static int k45_sgd_update(const float* __restrict__ p_fc2_weight, const float* __restrict__ v_fc2_weight_grad, const float* __restrict__ p_fc2_weight_momentum_buffer, const float* __restrict__ v_step, float* __restrict__ v_fc2_weight_new, float* __restrict__ v_13) {
+static int k47_sgd_update(const float* __restrict__ p_fc2_weight, const float* __restrict__ v_fc2_weight_grad, const float* __restrict__ p_fc2_weight_momentum_buffer, const float* __restrict__ v_step, float* __restrict__ v_fc2_weight_new, float* __restrict__ v_13) {
   float s_0 = v_step[0];
   if ((!(s_0 >= 0x1p+0f))) return 1;
   bool first = (s_0 == 0x1p+0f);
@@ -701,7 +750,7 @@ static int k45_sgd_update(const float* __restrict__ p_fc2_weight, const float* _
 }
 
 // %fc2.bias.new, %14 = sgd_update(@fc2.bias, %fc2.bias.grad, @fc2.bias.momentum_buffer, %step) {dampening=0.0, lr=0.01, momentum=0.9, nesterov=false, weight_decay=0.0}
-static int k46_sgd_update(const float* __restrict__ p_fc2_bias, const float* __restrict__ v_fc2_bias_grad, const float* __restrict__ p_fc2_bias_momentum_buffer, const float* __restrict__ v_step, float* __restrict__ v_fc2_bias_new, float* __restrict__ v_14) {
+static int k48_sgd_update(const float* __restrict__ p_fc2_bias, const float* __restrict__ v_fc2_bias_grad, const float* __restrict__ p_fc2_bias_momentum_buffer, const float* __restrict__ v_step, float* __restrict__ v_fc2_bias_new, float* __restrict__ v_14) {
   float s_0 = v_step[0];
   if ((!(s_0 >= 0x1p+0f))) return 1;
   bool first = (s_0 == 0x1p+0f);
@@ -716,7 +765,7 @@ static int k46_sgd_update(const float* __restrict__ p_fc2_bias, const float* __r
 }
 
 // %fc3.weight.new, %15 = sgd_update(@fc3.weight, %fc3.weight.grad, @fc3.weight.momentum_buffer, %step) {dampening=0.0, lr=0.01, momentum=0.9, nesterov=false, weight_decay=0.0}
-static int k47_sgd_update(const float* __restrict__ p_fc3_weight, const float* __restrict__ v_fc3_weight_grad, const float* __restrict__ p_fc3_weight_momentum_buffer, const float* __restrict__ v_step, float* __restrict__ v_fc3_weight_new, float* __restrict__ v_15) {
+static int k49_sgd_update(const float* __restrict__ p_fc3_weight, const float* __restrict__ v_fc3_weight_grad, const float* __restrict__ p_fc3_weight_momentum_buffer, const float* __restrict__ v_step, float* __restrict__ v_fc3_weight_new, float* __restrict__ v_15) {
   float s_0 = v_step[0];
   if ((!(s_0 >= 0x1p+0f))) return 1;
   bool first = (s_0 == 0x1p+0f);
@@ -731,7 +780,7 @@ static int k47_sgd_update(const float* __restrict__ p_fc3_weight, const float* _
 }
 
 // %fc3.bias.new, %16 = sgd_update(@fc3.bias, %fc3.bias.grad, @fc3.bias.momentum_buffer, %step) {dampening=0.0, lr=0.01, momentum=0.9, nesterov=false, weight_decay=0.0}
-static int k48_sgd_update(const float* __restrict__ p_fc3_bias, const float* __restrict__ v_fc3_bias_grad, const float* __restrict__ p_fc3_bias_momentum_buffer, const float* __restrict__ v_step, float* __restrict__ v_fc3_bias_new, float* __restrict__ v_16) {
+static int k50_sgd_update(const float* __restrict__ p_fc3_bias, const float* __restrict__ v_fc3_bias_grad, const float* __restrict__ p_fc3_bias_momentum_buffer, const float* __restrict__ v_step, float* __restrict__ v_fc3_bias_new, float* __restrict__ v_16) {
   float s_0 = v_step[0];
   if ((!(s_0 >= 0x1p+0f))) return 1;
   bool first = (s_0 == 0x1p+0f);
@@ -803,33 +852,35 @@ extern "C" int dnnc_run(void** buffers) {
   float* s_dcol = (float*)buffers[54];  // scratch f32[960000]
   float* v_dh1 = (float*)buffers[55];  // intermediate f32[64,6,14,14] dh1
   float* s_col_1 = (float*)buffers[56];  // scratch f32[960000]
-  float* v_conv2_weight_grad = (float*)buffers[57];  // intermediate f32[16,6,5,5] conv2.weight.grad
-  float* v_d1 = (float*)buffers[58];  // intermediate f32[64,6,28,28] d1
-  float* v_d0 = (float*)buffers[59];  // intermediate f32[64,6,28,28] d0
-  float* v_conv1_bias_grad = (float*)buffers[60];  // intermediate f32[6] conv1.bias.grad
-  float* s_col_2 = (float*)buffers[61];  // scratch f32[1254400]
-  float* v_conv1_weight_grad = (float*)buffers[62];  // intermediate f32[6,1,5,5] conv1.weight.grad
-  float* v_step = (float*)buffers[63];  // intermediate f32[] step
-  float* v_conv1_weight_new = (float*)buffers[64];  // intermediate f32[6,1,5,5] conv1.weight.new
-  float* v_7 = (float*)buffers[65];  // intermediate f32[6,1,5,5] 7
-  float* v_conv1_bias_new = (float*)buffers[66];  // intermediate f32[6] conv1.bias.new
-  float* v_8 = (float*)buffers[67];  // intermediate f32[6] 8
-  float* v_conv2_weight_new = (float*)buffers[68];  // intermediate f32[16,6,5,5] conv2.weight.new
-  float* v_9 = (float*)buffers[69];  // intermediate f32[16,6,5,5] 9
-  float* v_conv2_bias_new = (float*)buffers[70];  // intermediate f32[16] conv2.bias.new
-  float* v_10 = (float*)buffers[71];  // intermediate f32[16] 10
-  float* v_fc1_weight_new = (float*)buffers[72];  // intermediate f32[120,400] fc1.weight.new
-  float* v_11 = (float*)buffers[73];  // intermediate f32[120,400] 11
-  float* v_fc1_bias_new = (float*)buffers[74];  // intermediate f32[120] fc1.bias.new
-  float* v_12 = (float*)buffers[75];  // intermediate f32[120] 12
-  float* v_fc2_weight_new = (float*)buffers[76];  // intermediate f32[84,120] fc2.weight.new
-  float* v_13 = (float*)buffers[77];  // intermediate f32[84,120] 13
-  float* v_fc2_bias_new = (float*)buffers[78];  // intermediate f32[84] fc2.bias.new
-  float* v_14 = (float*)buffers[79];  // intermediate f32[84] 14
-  float* v_fc3_weight_new = (float*)buffers[80];  // intermediate f32[10,84] fc3.weight.new
-  float* v_15 = (float*)buffers[81];  // intermediate f32[10,84] 15
-  float* v_fc3_bias_new = (float*)buffers[82];  // intermediate f32[10] fc3.bias.new
-  float* v_16 = (float*)buffers[83];  // intermediate f32[10] 16
+  float* s_dy_t = (float*)buffers[57];  // scratch f32[102400]
+  float* v_conv2_weight_grad = (float*)buffers[58];  // intermediate f32[16,6,5,5] conv2.weight.grad
+  float* v_d1 = (float*)buffers[59];  // intermediate f32[64,6,28,28] d1
+  float* v_d0 = (float*)buffers[60];  // intermediate f32[64,6,28,28] d0
+  float* v_conv1_bias_grad = (float*)buffers[61];  // intermediate f32[6] conv1.bias.grad
+  float* s_col_2 = (float*)buffers[62];  // scratch f32[1254400]
+  float* s_dy_t_1 = (float*)buffers[63];  // scratch f32[301056]
+  float* v_conv1_weight_grad = (float*)buffers[64];  // intermediate f32[6,1,5,5] conv1.weight.grad
+  float* v_step = (float*)buffers[65];  // intermediate f32[] step
+  float* v_conv1_weight_new = (float*)buffers[66];  // intermediate f32[6,1,5,5] conv1.weight.new
+  float* v_7 = (float*)buffers[67];  // intermediate f32[6,1,5,5] 7
+  float* v_conv1_bias_new = (float*)buffers[68];  // intermediate f32[6] conv1.bias.new
+  float* v_8 = (float*)buffers[69];  // intermediate f32[6] 8
+  float* v_conv2_weight_new = (float*)buffers[70];  // intermediate f32[16,6,5,5] conv2.weight.new
+  float* v_9 = (float*)buffers[71];  // intermediate f32[16,6,5,5] 9
+  float* v_conv2_bias_new = (float*)buffers[72];  // intermediate f32[16] conv2.bias.new
+  float* v_10 = (float*)buffers[73];  // intermediate f32[16] 10
+  float* v_fc1_weight_new = (float*)buffers[74];  // intermediate f32[120,400] fc1.weight.new
+  float* v_11 = (float*)buffers[75];  // intermediate f32[120,400] 11
+  float* v_fc1_bias_new = (float*)buffers[76];  // intermediate f32[120] fc1.bias.new
+  float* v_12 = (float*)buffers[77];  // intermediate f32[120] 12
+  float* v_fc2_weight_new = (float*)buffers[78];  // intermediate f32[84,120] fc2.weight.new
+  float* v_13 = (float*)buffers[79];  // intermediate f32[84,120] 13
+  float* v_fc2_bias_new = (float*)buffers[80];  // intermediate f32[84] fc2.bias.new
+  float* v_14 = (float*)buffers[81];  // intermediate f32[84] 14
+  float* v_fc3_weight_new = (float*)buffers[82];  // intermediate f32[10,84] fc3.weight.new
+  float* v_15 = (float*)buffers[83];  // intermediate f32[10,84] 15
+  float* v_fc3_bias_new = (float*)buffers[84];  // intermediate f32[10] fc3.bias.new
+  float* v_16 = (float*)buffers[85];  // intermediate f32[10] 16
   k0_conv2d(in_image, p_conv1_weight, p_conv1_bias, v_0);
   k1_relu(v_0, v_1);
   k2_maxpool2d(v_1, v_h1);
@@ -862,22 +913,24 @@ extern "C" int dnnc_run(void** buffers) {
   g29_gemm(p_conv2_weight, v_d2, s_dcol);
   k30_col2im(s_dcol, v_dh1);
   k31_im2col(v_h1, s_col_1);
-  g32_gemm(v_d2, s_col_1, v_conv2_weight_grad);
-  k33_maxpool2d_backward(v_dh1, v_1, v_d1);
-  k34_relu_backward(v_d1, v_1, v_d0);
-  k35_reduce_sum(v_d0, v_conv1_bias_grad);
-  k36_im2col(in_image, s_col_2);
-  g37_gemm(v_d0, s_col_2, v_conv1_weight_grad);
-  k38_add_scalar(p_dnnc_step, v_step);
-  if (int e = k39_sgd_update(p_conv1_weight, v_conv1_weight_grad, p_conv1_weight_momentum_buffer, v_step, v_conv1_weight_new, v_7)) return 2 + e;
-  if (int e = k40_sgd_update(p_conv1_bias, v_conv1_bias_grad, p_conv1_bias_momentum_buffer, v_step, v_conv1_bias_new, v_8)) return 3 + e;
-  if (int e = k41_sgd_update(p_conv2_weight, v_conv2_weight_grad, p_conv2_weight_momentum_buffer, v_step, v_conv2_weight_new, v_9)) return 4 + e;
-  if (int e = k42_sgd_update(p_conv2_bias, v_conv2_bias_grad, p_conv2_bias_momentum_buffer, v_step, v_conv2_bias_new, v_10)) return 5 + e;
-  if (int e = k43_sgd_update(p_fc1_weight, v_fc1_weight_grad, p_fc1_weight_momentum_buffer, v_step, v_fc1_weight_new, v_11)) return 6 + e;
-  if (int e = k44_sgd_update(p_fc1_bias, v_fc1_bias_grad, p_fc1_bias_momentum_buffer, v_step, v_fc1_bias_new, v_12)) return 7 + e;
-  if (int e = k45_sgd_update(p_fc2_weight, v_fc2_weight_grad, p_fc2_weight_momentum_buffer, v_step, v_fc2_weight_new, v_13)) return 8 + e;
-  if (int e = k46_sgd_update(p_fc2_bias, v_fc2_bias_grad, p_fc2_bias_momentum_buffer, v_step, v_fc2_bias_new, v_14)) return 9 + e;
-  if (int e = k47_sgd_update(p_fc3_weight, v_fc3_weight_grad, p_fc3_weight_momentum_buffer, v_step, v_fc3_weight_new, v_15)) return 10 + e;
-  if (int e = k48_sgd_update(p_fc3_bias, v_fc3_bias_grad, p_fc3_bias_momentum_buffer, v_step, v_fc3_bias_new, v_16)) return 11 + e;
+  k32_dy_t(v_d2, s_dy_t);
+  g33_gemm(s_dy_t, s_col_1, v_conv2_weight_grad);
+  k34_maxpool2d_backward(v_dh1, v_1, v_d1);
+  k35_relu_backward(v_d1, v_1, v_d0);
+  k36_reduce_sum(v_d0, v_conv1_bias_grad);
+  k37_im2col(in_image, s_col_2);
+  k38_dy_t(v_d0, s_dy_t_1);
+  g39_gemm(s_dy_t_1, s_col_2, v_conv1_weight_grad);
+  k40_add_scalar(p_dnnc_step, v_step);
+  if (int e = k41_sgd_update(p_conv1_weight, v_conv1_weight_grad, p_conv1_weight_momentum_buffer, v_step, v_conv1_weight_new, v_7)) return 2 + e;
+  if (int e = k42_sgd_update(p_conv1_bias, v_conv1_bias_grad, p_conv1_bias_momentum_buffer, v_step, v_conv1_bias_new, v_8)) return 3 + e;
+  if (int e = k43_sgd_update(p_conv2_weight, v_conv2_weight_grad, p_conv2_weight_momentum_buffer, v_step, v_conv2_weight_new, v_9)) return 4 + e;
+  if (int e = k44_sgd_update(p_conv2_bias, v_conv2_bias_grad, p_conv2_bias_momentum_buffer, v_step, v_conv2_bias_new, v_10)) return 5 + e;
+  if (int e = k45_sgd_update(p_fc1_weight, v_fc1_weight_grad, p_fc1_weight_momentum_buffer, v_step, v_fc1_weight_new, v_11)) return 6 + e;
+  if (int e = k46_sgd_update(p_fc1_bias, v_fc1_bias_grad, p_fc1_bias_momentum_buffer, v_step, v_fc1_bias_new, v_12)) return 7 + e;
+  if (int e = k47_sgd_update(p_fc2_weight, v_fc2_weight_grad, p_fc2_weight_momentum_buffer, v_step, v_fc2_weight_new, v_13)) return 8 + e;
+  if (int e = k48_sgd_update(p_fc2_bias, v_fc2_bias_grad, p_fc2_bias_momentum_buffer, v_step, v_fc2_bias_new, v_14)) return 9 + e;
+  if (int e = k49_sgd_update(p_fc3_weight, v_fc3_weight_grad, p_fc3_weight_momentum_buffer, v_step, v_fc3_weight_new, v_15)) return 10 + e;
+  if (int e = k50_sgd_update(p_fc3_bias, v_fc3_bias_grad, p_fc3_bias_momentum_buffer, v_step, v_fc3_bias_new, v_16)) return 11 + e;
   return 0;
 }
