@@ -99,7 +99,7 @@ struct MapOp {
   std::function<std::vector<Expr>(const MapEnv&)> body;
 };
 
-/// The map form of node `n`, or nullopt-like false if it is not a map op.
+/// Fills `out` with the map form of node `n`; returns false (out untouched) if `n` is not a map op.
 bool map_op_of(const LowerCtx& ctx, const ir::Node& n, const ir::Attrs& attrs, MapOp* out);
 
 /// Lowers `nodes` (map ops whose results all have the shape of the first node's first result)
