@@ -65,9 +65,7 @@ void add_compile_command(CLI::App& app, Runner& run) {
   cmd->add_option("--batch", o->batch, "batch size to specialise for (default: the train block's)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--graph", o->graphs, "graphs to generate (default: train_step and infer)");
-  cmd->callback([&run, o] {
-    run = [o] { return guarded([&] { return run_compile(*o); }); };
-  });
+  cmd->callback([&run, o] { run = [o] { return guarded([&] { return run_compile(*o); }); }; });
 }
 
 }  // namespace dnnc::cli

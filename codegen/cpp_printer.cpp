@@ -27,11 +27,16 @@ namespace {
 
 const char* c_type(ScalarType t) {
   switch (t) {
-    case ScalarType::boolean: return "bool";
-    case ScalarType::i64: return "i64";
-    case ScalarType::u64: return "u64";
-    case ScalarType::f32: return "float";
-    case ScalarType::f64: return "double";
+    case ScalarType::boolean:
+      return "bool";
+    case ScalarType::i64:
+      return "i64";
+    case ScalarType::u64:
+      return "u64";
+    case ScalarType::f32:
+      return "float";
+    case ScalarType::f64:
+      return "double";
   }
   return "?";
 }
@@ -52,24 +57,37 @@ std::string print(const Expr& e, const std::vector<KernelParam>& params) {
     case ExprKind::float_const:
       return n.type == ScalarType::f32 ? cpp_float_literal(static_cast<float>(n.float_value))
                                        : cpp_double_literal(n.float_value);
-    case ExprKind::var: return n.name;
-    case ExprKind::load: return fmt::format("{}[{}]", params.at(static_cast<size_t>(n.param)).name, arg(0));
-    case ExprKind::cast: return fmt::format("(({}){})", c_type(n.type), arg(0));
-    case ExprKind::select: return fmt::format("({} ? {} : {})", arg(0), arg(1), arg(2));
+    case ExprKind::var:
+      return n.name;
+    case ExprKind::load:
+      return fmt::format("{}[{}]", params.at(static_cast<size_t>(n.param)).name, arg(0));
+    case ExprKind::cast:
+      return fmt::format("(({}){})", c_type(n.type), arg(0));
+    case ExprKind::select:
+      return fmt::format("({} ? {} : {})", arg(0), arg(1), arg(2));
     case ExprKind::unary: {
       ScalarType t = n.args[0].type();
       switch (n.unary) {
-        case UnaryOp::neg: return "(-" + arg(0) + ")";
-        case UnaryOp::logical_not: return "(!" + arg(0) + ")";
-        case UnaryOp::is_nan: return "__builtin_isnan(" + arg(0) + ")";
+        case UnaryOp::neg:
+          return "(-" + arg(0) + ")";
+        case UnaryOp::logical_not:
+          return "(!" + arg(0) + ")";
+        case UnaryOp::is_nan:
+          return "__builtin_isnan(" + arg(0) + ")";
         case UnaryOp::abs:
           return is_float(t) ? math_fn("fabs", t) + "(" + arg(0) + ")" : "__builtin_llabs(" + arg(0) + ")";
-        case UnaryOp::exp: return math_fn("exp", t) + "(" + arg(0) + ")";
-        case UnaryOp::log: return math_fn("log", t) + "(" + arg(0) + ")";
-        case UnaryOp::tanh: return math_fn("tanh", t) + "(" + arg(0) + ")";
-        case UnaryOp::erf: return math_fn("erf", t) + "(" + arg(0) + ")";
-        case UnaryOp::sqrt: return math_fn("sqrt", t) + "(" + arg(0) + ")";
-        case UnaryOp::floor: return math_fn("floor", t) + "(" + arg(0) + ")";
+        case UnaryOp::exp:
+          return math_fn("exp", t) + "(" + arg(0) + ")";
+        case UnaryOp::log:
+          return math_fn("log", t) + "(" + arg(0) + ")";
+        case UnaryOp::tanh:
+          return math_fn("tanh", t) + "(" + arg(0) + ")";
+        case UnaryOp::erf:
+          return math_fn("erf", t) + "(" + arg(0) + ")";
+        case UnaryOp::sqrt:
+          return math_fn("sqrt", t) + "(" + arg(0) + ")";
+        case UnaryOp::floor:
+          return math_fn("floor", t) + "(" + arg(0) + ")";
       }
       break;
     }
@@ -81,25 +99,60 @@ std::string print(const Expr& e, const std::vector<KernelParam>& params) {
       std::string a = arg(0), b = arg(1);
       const char* op = nullptr;
       switch (n.binary) {
-        case BinaryOp::add: op = "+"; break;
-        case BinaryOp::sub: op = "-"; break;
-        case BinaryOp::mul: op = "*"; break;
-        case BinaryOp::div: op = "/"; break;
-        case BinaryOp::mod: op = "%"; break;
-        case BinaryOp::lt: op = "<"; break;
-        case BinaryOp::le: op = "<="; break;
-        case BinaryOp::gt: op = ">"; break;
-        case BinaryOp::ge: op = ">="; break;
-        case BinaryOp::eq: op = "=="; break;
-        case BinaryOp::ne: op = "!="; break;
-        case BinaryOp::logical_and: op = "&&"; break;
-        case BinaryOp::logical_or: op = "||"; break;
-        case BinaryOp::bit_xor: op = "^"; break;
-        case BinaryOp::shr: op = ">>"; break;
-        case BinaryOp::shl: op = "<<"; break;
-        case BinaryOp::min: return fmt::format("({1} < {0} ? {1} : {0})", a, b);  // std::min
-        case BinaryOp::max: return fmt::format("({0} < {1} ? {1} : {0})", a, b);  // std::max
-        case BinaryOp::pow: return fmt::format("{}({}, {})", math_fn("pow", n.args[0].type()), a, b);
+        case BinaryOp::add:
+          op = "+";
+          break;
+        case BinaryOp::sub:
+          op = "-";
+          break;
+        case BinaryOp::mul:
+          op = "*";
+          break;
+        case BinaryOp::div:
+          op = "/";
+          break;
+        case BinaryOp::mod:
+          op = "%";
+          break;
+        case BinaryOp::lt:
+          op = "<";
+          break;
+        case BinaryOp::le:
+          op = "<=";
+          break;
+        case BinaryOp::gt:
+          op = ">";
+          break;
+        case BinaryOp::ge:
+          op = ">=";
+          break;
+        case BinaryOp::eq:
+          op = "==";
+          break;
+        case BinaryOp::ne:
+          op = "!=";
+          break;
+        case BinaryOp::logical_and:
+          op = "&&";
+          break;
+        case BinaryOp::logical_or:
+          op = "||";
+          break;
+        case BinaryOp::bit_xor:
+          op = "^";
+          break;
+        case BinaryOp::shr:
+          op = ">>";
+          break;
+        case BinaryOp::shl:
+          op = "<<";
+          break;
+        case BinaryOp::min:
+          return fmt::format("({1} < {0} ? {1} : {0})", a, b);  // std::min
+        case BinaryOp::max:
+          return fmt::format("({0} < {1} ? {1} : {0})", a, b);  // std::max
+        case BinaryOp::pow:
+          return fmt::format("{}({}, {})", math_fn("pow", n.args[0].type()), a, b);
       }
       return fmt::format("({} {} {})", a, op, b);
     }
@@ -124,14 +177,20 @@ void print_stmt(std::string& out, const StmtNode& s, const std::vector<KernelPar
       out += fmt::format("{}{}[{}] {}= {};\n", pad, params.at(static_cast<size_t>(s.param)).name, e(s.index),
                          s.accumulate ? "+" : "", e(s.value));
       return;
-    case StmtKind::let: out += fmt::format("{}{} {} = {};\n", pad, c_type(s.type), s.var, e(s.value)); return;
-    case StmtKind::assign: out += fmt::format("{}{} = {};\n", pad, s.var, e(s.value)); return;
+    case StmtKind::let:
+      out += fmt::format("{}{} {} = {};\n", pad, c_type(s.type), s.var, e(s.value));
+      return;
+    case StmtKind::assign:
+      out += fmt::format("{}{} = {};\n", pad, s.var, e(s.value));
+      return;
     case StmtKind::if_:
       out += fmt::format("{}if ({}) {{\n", pad, e(s.cond));
       print_block(out, s.body, params, indent + 1);
       out += pad + "}\n";
       return;
-    case StmtKind::fail: out += fmt::format("{}if ({}) return {};\n", pad, e(s.cond), s.code); return;
+    case StmtKind::fail:
+      out += fmt::format("{}if ({}) return {};\n", pad, e(s.cond), s.code);
+      return;
   }
 }
 
@@ -143,9 +202,7 @@ void print_comment(std::string& out, const std::vector<std::string>& lines) {
   for (const auto& l : lines) out += "// " + l + "\n";
 }
 
-std::string shape_str(const std::vector<int64_t>& s) {
-  return "[" + fmt::format("{}", fmt::join(s, ",")) + "]";
-}
+std::string shape_str(const std::vector<int64_t>& s) { return "[" + fmt::format("{}", fmt::join(s, ",")) + "]"; }
 
 const char* kPrelude = R"(typedef __INT64_TYPE__ i64;
 typedef __UINT64_TYPE__ u64;
@@ -241,15 +298,17 @@ std::string gemm_function(const Program& p, const Step& s, const std::string& na
     prod += g.bias_kind == GemmCall::Bias::per_col ? " + bias per column" : " + bias per row";
   out += "// " + prod + "\n";
   bool bias = g.bias_kind != GemmCall::Bias::none;
-  out += fmt::format("static void {}(const float* __restrict__ a, const float* __restrict__ b, {}float* __restrict__ c) {{\n",
-                     name, bias ? "const float* __restrict__ bias, " : "");
+  out += fmt::format(
+      "static void {}(const float* __restrict__ a, const float* __restrict__ b, {}float* __restrict__ c) {{\n", name,
+      bias ? "const float* __restrict__ bias, " : "");
   float beta = g.beta;
   if (bias) {
     int64_t rows = g.accumulate_batches ? g.m : g.batch * g.m;
     bool par = rows > 1 && rows * g.n >= (int64_t{1} << 15);
     if (par) out += "#pragma omp parallel for num_threads(dnnc_threads) schedule(static)\n";
     out += fmt::format("  for (i64 r = 0; r < {}; ++r) {{\n", rows);
-    out += fmt::format("    float* row = c + r / {} * {} + r % {} * {};\n", g.m, g.accumulate_batches ? 0 : g.stride_c, g.m, g.ldc);
+    out += fmt::format("    float* row = c + r / {} * {} + r % {} * {};\n", g.m, g.accumulate_batches ? 0 : g.stride_c,
+                       g.m, g.ldc);
     out += fmt::format("    for (i64 j = 0; j < {}; ++j) row[j] = bias[{}];\n", g.n,
                        g.bias_kind == GemmCall::Bias::per_col ? "j" : fmt::format("r % {}", g.m));
     out += "  }\n";
@@ -257,8 +316,9 @@ std::string gemm_function(const Program& p, const Step& s, const std::string& na
   }
   if (g.threads == GemmCall::Threads::split_k) {
     assert(g.batch == 1 && !bias && g.beta == 0.0f && "split_k takes one problem, no bias, beta 0");
-    out += fmt::format("  dnnc_sgemm_split_k({}, {}, {}, {}, {}, {}, a, {}, b, {}, c, {});\n}}\n", g.trans_a ? "true" : "false",
-                       g.trans_b ? "true" : "false", g.m, g.n, g.k, cpp_float_literal(g.alpha), g.lda, g.ldb, g.ldc);
+    out += fmt::format("  dnnc_sgemm_split_k({}, {}, {}, {}, {}, {}, a, {}, b, {}, c, {});\n}}\n",
+                       g.trans_a ? "true" : "false", g.trans_b ? "true" : "false", g.m, g.n, g.k,
+                       cpp_float_literal(g.alpha), g.lda, g.ldb, g.ldc);
     return out;
   }
   bool split = g.threads == GemmCall::Threads::split;

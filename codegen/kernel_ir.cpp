@@ -9,11 +9,16 @@ namespace dnnc::codegen {
 
 const char* scalar_type_name(ScalarType t) {
   switch (t) {
-    case ScalarType::boolean: return "bool";
-    case ScalarType::i64: return "i64";
-    case ScalarType::u64: return "u64";
-    case ScalarType::f32: return "f32";
-    case ScalarType::f64: return "f64";
+    case ScalarType::boolean:
+      return "bool";
+    case ScalarType::i64:
+      return "i64";
+    case ScalarType::u64:
+      return "u64";
+    case ScalarType::f32:
+      return "f32";
+    case ScalarType::f64:
+      return "f64";
   }
   return "?";
 }
@@ -42,8 +47,8 @@ namespace {
 Expr make(ExprNode n) { return Expr(std::make_shared<const ExprNode>(std::move(n))); }
 
 bool is_comparison(BinaryOp op) {
-  return op == BinaryOp::lt || op == BinaryOp::le || op == BinaryOp::gt || op == BinaryOp::ge ||
-         op == BinaryOp::eq || op == BinaryOp::ne;
+  return op == BinaryOp::lt || op == BinaryOp::le || op == BinaryOp::gt || op == BinaryOp::ge || op == BinaryOp::eq ||
+         op == BinaryOp::ne;
 }
 
 // Folds i64 arithmetic on constants and the identities x+0, x*1, x*0, x/1.
@@ -53,14 +58,24 @@ Expr fold(BinaryOp op, const Expr& a, const Expr& b) {
   bool ca = is_int_const(a, &x), cb = is_int_const(b, &y);
   if (ca && cb) {
     switch (op) {
-      case BinaryOp::add: return i64c(x + y);
-      case BinaryOp::sub: return i64c(x - y);
-      case BinaryOp::mul: return i64c(x * y);
-      case BinaryOp::div: if (y != 0) return i64c(x / y); break;
-      case BinaryOp::mod: if (y != 0) return i64c(x % y); break;
-      case BinaryOp::min: return i64c(std::min(x, y));
-      case BinaryOp::max: return i64c(std::max(x, y));
-      default: break;
+      case BinaryOp::add:
+        return i64c(x + y);
+      case BinaryOp::sub:
+        return i64c(x - y);
+      case BinaryOp::mul:
+        return i64c(x * y);
+      case BinaryOp::div:
+        if (y != 0) return i64c(x / y);
+        break;
+      case BinaryOp::mod:
+        if (y != 0) return i64c(x % y);
+        break;
+      case BinaryOp::min:
+        return i64c(std::min(x, y));
+      case BinaryOp::max:
+        return i64c(std::max(x, y));
+      default:
+        break;
     }
     return {};
   }
@@ -118,11 +133,16 @@ Expr f64c(double v) {
 
 Expr constant(ScalarType t, double v) {
   switch (t) {
-    case ScalarType::f32: return f32c(v);
-    case ScalarType::f64: return f64c(v);
-    case ScalarType::u64: return u64c(static_cast<uint64_t>(v));
-    case ScalarType::i64: return i64c(static_cast<int64_t>(v));
-    case ScalarType::boolean: break;
+    case ScalarType::f32:
+      return f32c(v);
+    case ScalarType::f64:
+      return f64c(v);
+    case ScalarType::u64:
+      return u64c(static_cast<uint64_t>(v));
+    case ScalarType::i64:
+      return i64c(static_cast<int64_t>(v));
+    case ScalarType::boolean:
+      break;
   }
   assert(false && "no constants of type bool");
   return {};
@@ -196,11 +216,26 @@ Expr operator*(Expr a, Expr b) { return binary(BinaryOp::mul, std::move(a), std:
 Expr operator/(Expr a, Expr b) { return binary(BinaryOp::div, std::move(a), std::move(b)); }
 Expr operator%(Expr a, Expr b) { return binary(BinaryOp::mod, std::move(a), std::move(b)); }
 Expr operator-(Expr a) { return unary(UnaryOp::neg, std::move(a)); }
-Expr operator+(Expr a, double b) { ScalarType t = a.type(); return std::move(a) + constant(t, b); }
-Expr operator-(Expr a, double b) { ScalarType t = a.type(); return std::move(a) - constant(t, b); }
-Expr operator*(Expr a, double b) { ScalarType t = a.type(); return std::move(a) * constant(t, b); }
-Expr operator/(Expr a, double b) { ScalarType t = a.type(); return std::move(a) / constant(t, b); }
-Expr operator%(Expr a, int64_t b) { ScalarType t = a.type(); return std::move(a) % constant(t, static_cast<double>(b)); }
+Expr operator+(Expr a, double b) {
+  ScalarType t = a.type();
+  return std::move(a) + constant(t, b);
+}
+Expr operator-(Expr a, double b) {
+  ScalarType t = a.type();
+  return std::move(a) - constant(t, b);
+}
+Expr operator*(Expr a, double b) {
+  ScalarType t = a.type();
+  return std::move(a) * constant(t, b);
+}
+Expr operator/(Expr a, double b) {
+  ScalarType t = a.type();
+  return std::move(a) / constant(t, b);
+}
+Expr operator%(Expr a, int64_t b) {
+  ScalarType t = a.type();
+  return std::move(a) % constant(t, static_cast<double>(b));
+}
 Expr operator+(double a, Expr b) { return constant(b.type(), a) + std::move(b); }
 Expr operator-(double a, Expr b) { return constant(b.type(), a) - std::move(b); }
 Expr operator*(double a, Expr b) { return constant(b.type(), a) * std::move(b); }
@@ -312,7 +347,8 @@ void KernelBuilder::loop(const std::string& base, Expr begin, Expr end, bool par
   stack_.pop_back();
 }
 
-void KernelBuilder::loop(const std::string& base, int64_t extent, bool parallel, const std::function<void(Expr)>& body) {
+void KernelBuilder::loop(const std::string& base, int64_t extent, bool parallel,
+                         const std::function<void(Expr)>& body) {
   loop(base, i64c(0), i64c(extent), parallel, body);
 }
 

@@ -21,9 +21,25 @@ enum class UnaryOp : uint8_t { neg, exp, log, tanh, erf, sqrt, abs, is_nan, logi
 /// min/max mean exactly std::min/std::max: `max(a, b) = a < b ? b : a`, `min(a, b) = b < a ? b : a`.
 /// shr/shl/bit_xor are for u64 only; mod is C's % on integers.
 enum class BinaryOp : uint8_t {
-  add, sub, mul, div, mod, min, max, pow,
-  lt, le, gt, ge, eq, ne, logical_and, logical_or,
-  bit_xor, shr, shl,
+  add,
+  sub,
+  mul,
+  div,
+  mod,
+  min,
+  max,
+  pow,
+  lt,
+  le,
+  gt,
+  ge,
+  eq,
+  ne,
+  logical_and,
+  logical_or,
+  bit_xor,
+  shr,
+  shl,
 };
 const char* unary_op_name(UnaryOp op);
 const char* binary_op_name(BinaryOp op);
@@ -49,13 +65,13 @@ class Expr {
 struct ExprNode {
   ExprKind kind = ExprKind::int_const;
   ScalarType type = ScalarType::i64;
-  int64_t int_value = 0;    // int_const (u64 constants keep their bits here)
-  double float_value = 0;   // float_const (f32 constants hold a value exactly representable in float)
-  std::string name;         // var
-  int param = -1;           // load: index of the kernel parameter (buffer) read
+  int64_t int_value = 0;   // int_const (u64 constants keep their bits here)
+  double float_value = 0;  // float_const (f32 constants hold a value exactly representable in float)
+  std::string name;        // var
+  int param = -1;          // load: index of the kernel parameter (buffer) read
   UnaryOp unary = UnaryOp::neg;
   BinaryOp binary = BinaryOp::add;
-  std::vector<Expr> args;   // unary: 1, binary: 2, select: cond/then/else, load: index, cast: 1
+  std::vector<Expr> args;  // unary: 1, binary: 2, select: cond/then/else, load: index, cast: 1
 };
 
 // ---- expression builders ---------------------------------------------------------------------

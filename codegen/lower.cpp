@@ -5,8 +5,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cassert>
+#include <cctype>
 #include <stdexcept>
 
 #include "codegen/lower_ctx.h"
@@ -239,8 +239,8 @@ std::vector<std::vector<int>> check_groups(const ir::Graph& g, const std::vector
     }
   }
   if (next != static_cast<int>(g.nodes.size()))
-    throw std::runtime_error(fmt::format("codegen: graph '{}': node groups cover {} of {} nodes", g.name, next,
-                                         g.nodes.size()));
+    throw std::runtime_error(
+        fmt::format("codegen: graph '{}': node groups cover {} of {} nodes", g.name, next, g.nodes.size()));
   return groups;
 }
 
@@ -266,8 +266,8 @@ bool joins_run(const LowerCtx& ctx, const ir::Node& n, const Dims& out, const st
     bool in_run = false;
     for (const ir::Node* r : run)
       for (ir::ValueId o : r->outputs) in_run |= o == n.inputs[i];
-    bool at_element = i >= op.operand_strides.size() || op.operand_strides[i].empty() ||
-                      op.operand_strides[i] == contiguous;
+    bool at_element =
+        i >= op.operand_strides.size() || op.operand_strides[i].empty() || op.operand_strides[i] == contiguous;
     if (in_run && !at_element) return false;
   }
   return true;
@@ -279,8 +279,10 @@ std::vector<std::vector<int>> groups_of(const ir::Graph& g) {
   std::vector<std::vector<int>> out;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     int32_t grp = g.nodes[i].group;
-    if (grp >= 0 && i > 0 && g.nodes[i - 1].group == grp) out.back().push_back(static_cast<int>(i));
-    else out.push_back({static_cast<int>(i)});
+    if (grp >= 0 && i > 0 && g.nodes[i - 1].group == grp)
+      out.back().push_back(static_cast<int>(i));
+    else
+      out.push_back({static_cast<int>(i)});
   }
   return out;
 }
@@ -289,12 +291,14 @@ std::vector<std::vector<int>> groups_of(const ir::Graph& g) {
 
 Program lower_graph(const ir::Module& m, const ir::Graph& g, int64_t batch, const LowerOptions& options,
                     const std::vector<std::vector<int>>& groups) {
-  if (batch < 1) throw std::runtime_error(fmt::format("codegen: graph '{}': batch must be >= 1, found {}", g.name, batch));
+  if (batch < 1)
+    throw std::runtime_error(fmt::format("codegen: graph '{}': batch must be >= 1, found {}", g.name, batch));
   LowerCtx ctx(m, g, batch, options);
   for (const ir::Value& v : g.values) {
     if (v.type.layout != ir::Layout::row_major)
-      throw std::runtime_error(fmt::format("codegen: graph '{}': value '{}' is {}; the cpu backend lowers row_major values only",
-                                           g.name, v.name, ir::to_string(v.type, m.batch_symbol)));
+      throw std::runtime_error(
+          fmt::format("codegen: graph '{}': value '{}' is {}; the cpu backend lowers row_major values only", g.name,
+                      v.name, ir::to_string(v.type, m.batch_symbol)));
   }
   for (ir::ValueId id : g.inputs) ctx.define(id);
   for (size_t i = 0; i < g.values.size(); ++i)

@@ -12,9 +12,9 @@ namespace dnnc::codegen {
 
 /// Target-independent choices of the lowering (thresholds are in elements or flops).
 struct LowerOptions {
-  int64_t parallel_min_work = 1 << 15;   // a loop nest is parallel if it touches this many elements
-  int64_t gemm_parallel_flops = 1 << 21; // a GEMM is multi-threaded from this many flops (2mnk)
-  int64_t direct_conv_max_k = 32;        // conv2d with C/groups*kh*kw up to this uses direct loops
+  int64_t parallel_min_work = 1 << 15;    // a loop nest is parallel if it touches this many elements
+  int64_t gemm_parallel_flops = 1 << 21;  // a GEMM is multi-threaded from this many flops (2mnk)
+  int64_t direct_conv_max_k = 32;         // conv2d with C/groups*kh*kw up to this uses direct loops
 };
 
 /// Lowers graph `g` (of module `m`) with the batch dim bound to `batch`. `groups` lists the

@@ -13,8 +13,7 @@ struct ConvGeom {
   int64_t p() const { return ho * wo; }       // im2col columns
 };
 
-ConvGeom geom(const LowerCtx& ctx, const ir::Node& n, const ir::Attrs& a, const Dims& x, const Dims& w,
-              const Dims& y) {
+ConvGeom geom(const LowerCtx& ctx, const ir::Node& n, const ir::Attrs& a, const Dims& x, const Dims& w, const Dims& y) {
   if (x.size() != 4 || w.size() != 4 || y.size() != 4) ctx.fail(n, "expected 4-d x, weight and dy");
   auto pair = [&](const char* key) {
     const auto& v = ir::attr_ints(a, key);
@@ -24,8 +23,8 @@ ConvGeom geom(const LowerCtx& ctx, const ir::Node& n, const ir::Attrs& a, const 
   auto st = pair("stride"), pad = pair("padding"), dil = pair("dilation");
   int64_t groups = ir::attr_int(a, "groups");
   if (groups < 1 || w[0] % groups != 0 || x[1] != w[1] * groups) ctx.fail(n, "channels disagree with groups");
-  return {x[0], x[1], x[2], x[3], w[0], w[1], w[0] / groups, w[2], w[3], y[2], y[3], groups,
-          st[0], st[1], pad[0], pad[1], dil[0], dil[1]};
+  return {x[0], x[1], x[2],   x[3],  w[0],  w[1],   w[0] / groups, w[2],   w[3],
+          y[2], y[3], groups, st[0], st[1], pad[0], pad[1],        dil[0], dil[1]};
 }
 
 // The output rows (or columns) whose input row ih = o*s - p + k*d lies in [0, in), for a kernel
@@ -40,8 +39,7 @@ std::pair<Expr, Expr> valid_range(Expr k, int64_t kmax, int64_t s, int64_t p, in
 
 // Loops over the kernel taps (ki, kj) and the output cells whose input pixel is inside;
 // f(ki, kj, oh, ow, ih, iw).
-void for_each_tap(KernelBuilder& kb, const ConvGeom& g,
-                  const std::function<void(Expr, Expr)>& per_tap,
+void for_each_tap(KernelBuilder& kb, const ConvGeom& g, const std::function<void(Expr, Expr)>& per_tap,
                   const std::function<void(Expr, Expr, Expr, Expr, Expr, Expr)>& f) {
   kb.loop("ki", g.kh, false, [&](Expr ki) {
     kb.loop("kj", g.kw, false, [&](Expr kj) {
@@ -50,9 +48,8 @@ void for_each_tap(KernelBuilder& kb, const ConvGeom& g,
       auto [ow0, ow1] = valid_range(kj, g.kw, g.s1, g.p1, g.d1, g.w, g.wo);
       kb.loop("oh", oh0, oh1, false, [&](Expr oh) {
         Expr ih = kb.let("ih", oh * i64c(g.s0) - i64c(g.p0) + ki * i64c(g.d0));
-        kb.loop("ow", ow0, ow1, false, [&](Expr ow) {
-          f(ki, kj, oh, ow, ih, ow * i64c(g.s1) - i64c(g.p1) + kj * i64c(g.d1));
-        });
+        kb.loop("ow", ow0, ow1, false,
+                [&](Expr ow) { f(ki, kj, oh, ow, ih, ow * i64c(g.s1) - i64c(g.p1) + kj * i64c(g.d1)); });
       });
     });
   });
@@ -140,7 +137,9 @@ void lower_conv2d(LowerCtx& ctx, const ir::Node& n, const ir::Attrs& a) {
       Expr wv;
       for_each_tap(
           kb, g,
-          [&](Expr ki, Expr kj) { wv = kb.let("wv", kb.load(w, ((o * i64c(g.cg) + cw) * i64c(g.kh) + ki) * i64c(g.kw) + kj)); },
+          [&](Expr ki, Expr kj) {
+            wv = kb.let("wv", kb.load(w, ((o * i64c(g.cg) + cw) * i64c(g.kh) + ki) * i64c(g.kw) + kj));
+          },
           [&](Expr, Expr, Expr oh, Expr ow, Expr ih, Expr iw) {
             kb.accumulate(y, ybase + oh * i64c(g.wo) + ow, wv * kb.load(x, xbase + ih * i64c(g.w) + iw));
           });
@@ -192,7 +191,9 @@ void lower_conv2d_backward_input(LowerCtx& ctx, const ir::Node& n, const ir::Att
       Expr wv;
       for_each_tap(
           kb, g,
-          [&](Expr ki, Expr kj) { wv = kb.let("wv", kb.load(w, ((o * i64c(g.cg) + cw) * i64c(g.kh) + ki) * i64c(g.kw) + kj)); },
+          [&](Expr ki, Expr kj) {
+            wv = kb.let("wv", kb.load(w, ((o * i64c(g.cg) + cw) * i64c(g.kh) + ki) * i64c(g.kw) + kj));
+          },
           [&](Expr, Expr, Expr oh, Expr ow, Expr ih, Expr iw) {
             kb.accumulate(dx, xbase + ih * i64c(g.w) + iw, wv * kb.load(dy, ybase + oh * i64c(g.wo) + ow));
           });
@@ -229,8 +230,8 @@ void lower_conv2d_backward_weight(LowerCtx& ctx, const ir::Node& n, const ir::At
     c.c = ctx.define(n.outputs[0]);
     c.m = g.o, c.n = g.k(), c.k = g.b * g.p();
     c.lda = c.k, c.ldb = c.k, c.ldc = g.k();
-    c.threads = 2 * c.m * c.n * c.k >= ctx.options.gemm_parallel_flops ? GemmCall::Threads::split_k
-                                                                        : GemmCall::Threads::single;
+    c.threads =
+        2 * c.m * c.n * c.k >= ctx.options.gemm_parallel_flops ? GemmCall::Threads::split_k : GemmCall::Threads::single;
     ctx.emit_gemm(c);
     return;
   }

@@ -83,9 +83,9 @@ using LowerTable = std::map<std::string, LowerFn>;
 
 /// What a map op computes at one element: its results from its operands' values there.
 struct MapEnv {
-  std::vector<Expr> in;      // operand values at this element
-  Expr index;                // the flat (row-major) index of the element in the output
-  std::vector<Expr> hoisted; // values the op's `setup` computed once before the loops
+  std::vector<Expr> in;         // operand values at this element
+  Expr index;                   // the flat (row-major) index of the element in the output
+  std::vector<Expr> hoisted;    // values the op's `setup` computed once before the loops
   KernelBuilder* kb = nullptr;  // for naming a value used twice (kb->let)
 };
 

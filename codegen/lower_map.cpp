@@ -24,13 +24,9 @@ Dims broadcast_strides(const Dims& s, const Dims& out) {
   return st;
 }
 
-Expr normal_cdf(Expr x) {
-  return f32c(0.5) * (f32c(1) + unary(UnaryOp::erf, x * f32c(std::numbers::sqrt2 / 2)));
-}
+Expr normal_cdf(Expr x) { return f32c(0.5) * (f32c(1) + unary(UnaryOp::erf, x * f32c(std::numbers::sqrt2 / 2))); }
 
-Expr normal_pdf(Expr x) {
-  return exp(f32c(-0.5) * x * x) * f32c(std::numbers::inv_sqrtpi / std::numbers::sqrt2);
-}
+Expr normal_pdf(Expr x) { return exp(f32c(-0.5) * x * x) * f32c(std::numbers::inv_sqrtpi / std::numbers::sqrt2); }
 
 Expr splitmix64(Expr z) {
   z = z + u64c(0x9e3779b97f4a7c15ULL);
@@ -328,7 +324,8 @@ void lower_map_group(LowerCtx& ctx, const std::vector<const ir::Node*>& nodes) {
       int p = d.read(ctx.buffer(v));
       if (all_zero(st)) {
         read_of[k].push_back(-2);
-        if (!scalar_of.count(v)) scalar_of[v] = d.kb.let("s_" + std::to_string(scalar_of.size()), d.kb.load(p, i64c(0)));
+        if (!scalar_of.count(v))
+          scalar_of[v] = d.kb.let("s_" + std::to_string(scalar_of.size()), d.kb.load(p, i64c(0)));
         continue;
       }
       int r = -1;
@@ -384,9 +381,12 @@ void lower_map_group(LowerCtx& ctx, const std::vector<const ir::Node*>& nodes) {
       for (size_t i = 0; i < nodes[k]->inputs.size(); ++i) {
         ir::ValueId v = nodes[k]->inputs[i];
         int r = read_of[k][i];
-        if (r == -1) env.in.push_back(value.at(v));
-        else if (r == -2) env.in.push_back(scalar_of.at(v));
-        else env.in.push_back(d.kb.load(reads[static_cast<size_t>(r)].param, offsets[static_cast<size_t>(r) + 1]));
+        if (r == -1)
+          env.in.push_back(value.at(v));
+        else if (r == -2)
+          env.in.push_back(scalar_of.at(v));
+        else
+          env.in.push_back(d.kb.load(reads[static_cast<size_t>(r)].param, offsets[static_cast<size_t>(r) + 1]));
       }
       std::vector<Expr> results = ops[k].body(env);
       assert(results.size() == nodes[k]->outputs.size() && "a map op returned the wrong number of results");
@@ -404,10 +404,31 @@ void lower_map_group(LowerCtx& ctx, const std::vector<const ir::Node*>& nodes) {
 }
 
 void register_map_lowerings(LowerTable& t) {
-  for (const char* op : {"relu", "leaky_relu", "tanh", "sigmoid", "gelu", "neg", "add_scalar", "mul_scalar",
-                         "div_scalar", "add", "sub", "mul", "div", "relu_backward", "leaky_relu_backward",
-                         "tanh_backward", "sigmoid_backward", "gelu_backward", "fill", "mse_loss_backward",
-                         "transpose", "batchnorm2d_infer", "dropout", "sgd_update", "adam_update"})
+  for (const char* op : {"relu",
+                         "leaky_relu",
+                         "tanh",
+                         "sigmoid",
+                         "gelu",
+                         "neg",
+                         "add_scalar",
+                         "mul_scalar",
+                         "div_scalar",
+                         "add",
+                         "sub",
+                         "mul",
+                         "div",
+                         "relu_backward",
+                         "leaky_relu_backward",
+                         "tanh_backward",
+                         "sigmoid_backward",
+                         "gelu_backward",
+                         "fill",
+                         "mse_loss_backward",
+                         "transpose",
+                         "batchnorm2d_infer",
+                         "dropout",
+                         "sgd_update",
+                         "adam_update"})
     t[op] = [](LowerCtx& ctx, const ir::Node& n, const ir::Attrs&) { lower_map_group(ctx, {&n}); };
 }
 

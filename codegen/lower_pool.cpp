@@ -58,9 +58,7 @@ void for_each_cell(LowerCtx& ctx, KernelBuilder& kb, const PoolGeom& g, int dx_z
     Expr xbase = kb.let("xbase", bc * i64c(g.h * g.w));
     Expr ybase = kb.let("ybase", bc * i64c(g.ho * g.wo));
     if (dx_zero >= 0) kb.loop("i", g.h * g.w, false, [&](Expr i) { kb.store(dx_zero, xbase + i, f32c(0)); });
-    kb.loop("oh", g.ho, false, [&](Expr oh) {
-      kb.loop("ow", g.wo, false, [&](Expr ow) { f(xbase, ybase, oh, ow); });
-    });
+    kb.loop("oh", g.ho, false, [&](Expr oh) { kb.loop("ow", g.wo, false, [&](Expr ow) { f(xbase, ybase, oh, ow); }); });
   });
 }
 
@@ -122,7 +120,8 @@ void lower_avgpool(LowerCtx& ctx, const ir::Node& n, const ir::Attrs& a) {
     Expr divisor = avg_window(kb, g, include_pad, oh, ow, &win);
     Expr sum = kb.let("sum", f32c(0));
     kb.loop("ih", win.h0, win.h1, false, [&](Expr ih) {
-      kb.loop("iw", win.w0, win.w1, false, [&](Expr iw) { kb.assign(sum, sum + kb.load(x, xbase + ih * i64c(g.w) + iw)); });
+      kb.loop("iw", win.w0, win.w1, false,
+              [&](Expr iw) { kb.assign(sum, sum + kb.load(x, xbase + ih * i64c(g.w) + iw)); });
     });
     kb.store(y, ybase + oh * i64c(g.wo) + ow,
              select(gt(divisor, i64c(0)), sum / cast(ScalarType::f32, divisor), f32c(0)));

@@ -27,8 +27,10 @@ void lower_reduce_sum(LowerCtx& ctx, const ir::Node& n, const ir::Attrs& a) {
   std::vector<RDim> dims;
   for (size_t i = 0; i < xs.size(); ++i) {
     if (xs[i] == 1) continue;
-    if (!dims.empty() && dims.back().reduced == reduced[i]) dims.back().extent *= xs[i];
-    else dims.push_back({xs[i], reduced[i]});
+    if (!dims.empty() && dims.back().reduced == reduced[i])
+      dims.back().extent *= xs[i];
+    else
+      dims.push_back({xs[i], reduced[i]});
   }
   int64_t xstride = 1, ostride = 1;
   for (size_t i = dims.size(); i-- > 0;) {
@@ -74,9 +76,8 @@ void lower_reduce_sum(LowerCtx& ctx, const ir::Node& n, const ir::Attrs& a) {
         return;
       }
       const RDim& r = dims[level];
-      kb.loop(r.reduced ? "r" : "k", r.extent, par && level == 0, [&](Expr i) {
-        nest(level + 1, xo + i * i64c(r.x_stride), yo + i * i64c(r.out_stride));
-      });
+      kb.loop(r.reduced ? "r" : "k", r.extent, par && level == 0,
+              [&](Expr i) { nest(level + 1, xo + i * i64c(r.x_stride), yo + i * i64c(r.out_stride)); });
     };
     nest(0, i64c(0), i64c(0));
   }

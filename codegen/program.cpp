@@ -7,11 +7,16 @@ namespace dnnc::codegen {
 
 const char* buffer_kind_name(BufferKind k) {
   switch (k) {
-    case BufferKind::input: return "input";
-    case BufferKind::param: return "param";
-    case BufferKind::intermediate: return "intermediate";
-    case BufferKind::scratch: return "scratch";
-    case BufferKind::alias: return "alias";
+    case BufferKind::input:
+      return "input";
+    case BufferKind::param:
+      return "param";
+    case BufferKind::intermediate:
+      return "intermediate";
+    case BufferKind::scratch:
+      return "scratch";
+    case BufferKind::alias:
+      return "alias";
   }
   return "?";
 }

@@ -69,8 +69,8 @@ struct Program {
   std::vector<Buffer> buffers;
   std::vector<Kernel> kernels;
   std::vector<Step> steps;
-  std::vector<int> outputs;                             // buffer of each graph output, in order
-  std::vector<std::pair<std::string, int>> updates;     // param name <- buffer, in graph order
+  std::vector<int> outputs;                          // buffer of each graph output, in order
+  std::vector<std::pair<std::string, int>> updates;  // param name <- buffer, in graph order
 };
 
 /// The messages a run can fail with, in the order the generated `dnnc_run` numbers them: its

@@ -2,9 +2,8 @@
 // generated `dnnc_run`, copies outputs out and applies the graph's updates to the ParamStore.
 #include "runtime/cpu/cpu_backend.h"
 
-#include <unistd.h>
-
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <cassert>
 #include <cstdlib>
@@ -55,7 +54,7 @@ class CpuExecutable : public Executable {
     int rc = run_(ptrs_.data());
     if (rc != 0) {
       std::string msg = rc > 0 && rc <= static_cast<int>(errors_.size()) ? errors_[static_cast<size_t>(rc - 1)]
-                                                                          : fmt::format("error code {}", rc);
+                                                                         : fmt::format("error code {}", rc);
       throw std::runtime_error(fmt::format("cpu backend ({}.{}): {}", prog_.module_name, prog_.graph_name, msg));
     }
     std::vector<Tensor> outputs;
@@ -67,8 +66,10 @@ class CpuExecutable : public Executable {
     for (size_t i = 0; i < prog_.updates.size(); ++i) {
       const auto& [name, b] = prog_.updates[i];
       Tensor& dst = params_.tensors[name];
-      if (swap_[i]) std::swap(dst, storage_[static_cast<size_t>(b)]);
-      else dst = std::move(copies[i]);
+      if (swap_[i])
+        std::swap(dst, storage_[static_cast<size_t>(b)]);
+      else
+        dst = std::move(copies[i]);
     }
     return outputs;
   }
@@ -110,11 +111,14 @@ class CpuExecutable : public Executable {
         case BufferKind::intermediate:
         case BufferKind::scratch: {
           Tensor& t = storage_[i];
-          if (t.empty() || t.dtype() != dtype_of(b.dtype) || t.shape() != b.shape) t = Tensor(dtype_of(b.dtype), b.shape);
+          if (t.empty() || t.dtype() != dtype_of(b.dtype) || t.shape() != b.shape)
+            t = Tensor(dtype_of(b.dtype), b.shape);
           ptrs_[i] = t.data();
           break;
         }
-        case BufferKind::alias: ptrs_[i] = nullptr; break;
+        case BufferKind::alias:
+          ptrs_[i] = nullptr;
+          break;
       }
     }
     for (size_t i = 0; i < prog_.buffers.size(); ++i)

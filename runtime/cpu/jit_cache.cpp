@@ -5,11 +5,10 @@
 
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <fmt/format.h>
 
 #include <cerrno>
 #include <cstdlib>
@@ -122,8 +121,10 @@ std::string meta_for(const std::string& so_bytes) {
 }
 
 std::string key_symbol_line(const std::string& key) {
-  return fmt::format("\n// The cache key this library was built under (checked after loading).\n"
-                     "extern \"C\" const char dnnc_key[] = \"{}\";\n", key);
+  return fmt::format(
+      "\n// The cache key this library was built under (checked after loading).\n"
+      "extern \"C\" const char dnnc_key[] = \"{}\";\n",
+      key);
 }
 
 }  // namespace
@@ -137,14 +138,16 @@ std::string JitCache::compiler_identity() {
   fs::path dir(dir_);
   std::error_code ec;
   fs::create_directories(dir, ec);
-  if (ec) throw std::runtime_error(fmt::format("cpu backend: cannot create the cache directory {}: {}", dir_, ec.message()));
+  if (ec)
+    throw std::runtime_error(fmt::format("cpu backend: cannot create the cache directory {}: {}", dir_, ec.message()));
   std::random_device rd;
   std::string log = (dir / fmt::format("version.{}.{}.log", getpid(), rd())).string();
   int rc = run_logged({opt_.compiler, "--version"}, log);
   std::string version = read_file(log);
   fs::remove(log, ec);
   if (rc != 0)
-    throw std::runtime_error(fmt::format("cpu backend: '{} --version' failed (exit {}): {}", opt_.compiler, rc, version));
+    throw std::runtime_error(
+        fmt::format("cpu backend: '{} --version' failed (exit {}): {}", opt_.compiler, rc, version));
   identity_ = version + "\n" + cpu_identity();
   return identity_;
 }
@@ -187,8 +190,9 @@ void JitCache::compile(const std::string& source, const std::string& key, const 
     fs::remove(so_tmp, ec);
     std::string cmd;
     for (const auto& a : argv) cmd += (cmd.empty() ? "" : " ") + a;
-    throw std::runtime_error(fmt::format("cpu backend: compiling {} failed (exit {})\ncommand: {}\n{}\ngenerated source: {}",
-                                         label, rc, cmd, output, cpp));
+    throw std::runtime_error(
+        fmt::format("cpu backend: compiling {} failed (exit {})\ncommand: {}\n{}\ngenerated source: {}", label, rc, cmd,
+                    output, cpp));
   }
   bool ok = false;
   std::string bytes = read_file(so_tmp, &ok);
@@ -209,7 +213,8 @@ JitLibrary JitCache::load(const std::string& source, const std::string& label) {
   lib.cpp_path = (fs::path(dir_) / (lib.key + ".cpp")).string();
   std::error_code ec;
   fs::create_directories(dir_, ec);
-  if (ec) throw std::runtime_error(fmt::format("cpu backend: cannot create the cache directory {}: {}", dir_, ec.message()));
+  if (ec)
+    throw std::runtime_error(fmt::format("cpu backend: cannot create the cache directory {}: {}", dir_, ec.message()));
 
   bool present = fs::exists(lib.so_path, ec) || fs::exists(fs::path(dir_) / (lib.key + ".meta"), ec);
   bool valid = entry_valid(lib.key);
@@ -237,7 +242,8 @@ JitLibrary JitCache::load(const std::string& source, const std::string& label) {
       why = "its dnnc_key does not match the cache key";
     }
     if (attempt == 1 || !valid)
-      throw std::runtime_error(fmt::format("cpu backend: cannot load {} built from {}: {}", lib.so_path, lib.cpp_path, why));
+      throw std::runtime_error(
+          fmt::format("cpu backend: cannot load {} built from {}: {}", lib.so_path, lib.cpp_path, why));
     // A cached entry that looked valid but does not load: rebuild it once. If the bad library
     // did load, it stays mapped under its path (RTLD_NODELETE), so load the new one by another name.
     ++rebuilds_;

@@ -1,13 +1,13 @@
 // KernelIR builders: constant folding, types, fresh names, and exact float literals.
-#include <catch2/catch.hpp>
+#include "codegen/kernel_ir.h"
 
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <random>
 
 #include "codegen/cpp_printer.h"
-#include "codegen/kernel_ir.h"
 
 using namespace dnnc::codegen;
 

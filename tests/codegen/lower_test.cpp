@@ -1,7 +1,8 @@
 // Lowering decisions: GEMM flags and epilogues, views as aliases, conv paths, fused groups, errors.
+#include "codegen/lower.h"
+
 #include <catch2/catch.hpp>
 
-#include "codegen/lower.h"
 #include "codegen_test_util.h"
 #include "ir/op_registry.h"
 

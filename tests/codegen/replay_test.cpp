@@ -2,9 +2,8 @@
 // train block's batch) must equal the committed sources in tests/codegen/golden/ byte for byte,
 // so a refactor shows whether it changed any kernel. Regenerate (then review the diff):
 //   for f in models/*.dnn; do build/dnnc compile "$f" --emit=cpp -o tests/codegen/golden; done
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <sstream>
 

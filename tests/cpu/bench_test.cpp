@@ -32,8 +32,9 @@ void bench(const std::string& model, int64_t batch, int steps) {
   double tc = ms_per_step(*c, in, steps);
   double t1 = ms_per_step(*c1, in, steps);
   double tr = ms_per_step(*r, in, std::max(1, steps / 10));
-  std::printf("%s train_step batch %lld: cpu %.3f ms/step (%d threads), %.3f ms/step (1 thread), reference %.3f ms/step\n",
-              model.c_str(), static_cast<long long>(batch), tc, cpu.threads(), t1, tr);
+  std::printf(
+      "%s train_step batch %lld: cpu %.3f ms/step (%d threads), %.3f ms/step (1 thread), reference %.3f ms/step\n",
+      model.c_str(), static_cast<long long>(batch), tc, cpu.threads(), t1, tr);
   CHECK(tc > 0);
 }
 

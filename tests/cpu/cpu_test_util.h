@@ -2,7 +2,6 @@
 // random inputs, and comparisons against the reference interpreter.
 #pragma once
 #include <catch2/catch.hpp>
-
 #include <map>
 #include <random>
 #include <string>

@@ -1,9 +1,8 @@
 // The cpu backend against PyTorch (tests/golden/models/*.safetensors, see tests/golden/README.md):
 // from PyTorch's initial params, the first step's logits and loss, every stored optimizer run's
 // 20-step loss trajectory and (sgd, adam) the final params.
-#include <nlohmann/json.hpp>
-
 #include <filesystem>
+#include <nlohmann/json.hpp>
 
 #include "cpu_test_util.h"
 #include "runtime/checkpoint/safetensors.h"
@@ -48,8 +47,10 @@ void check_golden(const std::string& model) {
     m.train.optimizer.attrs.clear();
     for (auto it = opt.begin(); it != opt.end(); ++it) {
       if (it.key() == "decoupled") continue;
-      if (it->is_boolean()) m.train.optimizer.attrs[it.key()] = it->get<bool>();
-      else m.train.optimizer.attrs[it.key()] = it->get<double>();
+      if (it->is_boolean())
+        m.train.optimizer.attrs[it.key()] = it->get<bool>();
+      else
+        m.train.optimizer.attrs[it.key()] = it->get<double>();
     }
     passes::PassRegistry r;
     passes::register_all_passes(r);
@@ -62,7 +63,7 @@ void check_golden(const std::string& model) {
     std::vector<float> losses;
     for (int i = 0; i < steps; ++i) {
       std::map<std::string, runtime::Tensor> in{{"image", get(f, "batch." + std::to_string(i) + ".x")},
-                                                 {"label", get(f, "batch." + std::to_string(i) + ".y")}};
+                                                {"label", get(f, "batch." + std::to_string(i) + ".y")}};
       std::vector<runtime::Tensor> out = exe->run(in);
       losses.push_back(out[0].f32()[0]);
       if (i == 0) {

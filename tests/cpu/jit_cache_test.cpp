@@ -1,13 +1,13 @@
 // The JIT cache: a second load of the same source does not run the compiler; a truncated .so,
 // a missing .meta or a library with the wrong key is rebuilt; a compiler error shows the
 // compiler's log and the generated file's path.
-#include <catch2/catch.hpp>
+#include "runtime/cpu/jit_cache.h"
+
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
-
-#include "runtime/cpu/jit_cache.h"
 
 using namespace dnnc::runtime::cpu;
 namespace fs = std::filesystem;
@@ -31,9 +31,7 @@ JitOptions tiny(const std::string& dir) {
 
 int answer(const JitLibrary& lib) { return reinterpret_cast<int (*)()>(lib.symbol("answer"))(); }
 
-std::string source(int value) {
-  return "extern \"C\" int answer() { return " + std::to_string(value) + "; }\n";
-}
+std::string source(int value) { return "extern \"C\" int answer() { return " + std::to_string(value) + "; }\n"; }
 
 }  // namespace
 
@@ -129,7 +127,8 @@ TEST_CASE("a compiler error reports the compiler's log and the generated source 
     what = e.what();
   }
   REQUIRE(!what.empty());
-  std::string cpp = (fs::path(dir) / (c.key("extern \"C\" int answer() { return undeclared_thing; }\n") + ".cpp")).string();
+  std::string cpp =
+      (fs::path(dir) / (c.key("extern \"C\" int answer() { return undeclared_thing; }\n") + ".cpp")).string();
   CHECK(what.find("compiling broken unit failed") != std::string::npos);
   CHECK(what.find("undeclared_thing") != std::string::npos);  // the compiler's diagnostic
   CHECK(what.find(cpp) != std::string::npos);

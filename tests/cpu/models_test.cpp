@@ -41,7 +41,8 @@ void check_model(const std::string& name, int64_t batch) {
   auto want = runtime::reference::run_reference(m, ig, inputs, ref);
   auto got = infer->run(inputs);
   REQUIRE(got.size() == want.size());
-  for (size_t i = 0; i < got.size(); ++i) test::check_close(got[i], want[i], name + " infer output " + std::to_string(i));
+  for (size_t i = 0; i < got.size(); ++i)
+    test::check_close(got[i], want[i], name + " infer output " + std::to_string(i));
 }
 
 }  // namespace

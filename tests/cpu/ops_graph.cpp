@@ -69,8 +69,8 @@ void broadcast(Builder& b) {
   struct Pair {
     std::vector<ir::Dim> a, c;
   };
-  std::vector<Pair> pairs = {{{4, 3}, {4, 3}}, {{4, 3}, {3}}, {{4, 3}, {4, 1}}, {{4, 1}, {1, 3}}, {{2, 3, 5}, {5}},
-                             {{3}, {2, 4, 3}}};
+  std::vector<Pair> pairs = {{{4, 3}, {4, 3}}, {{4, 3}, {3}},    {{4, 3}, {4, 1}},
+                             {{4, 1}, {1, 3}}, {{2, 3, 5}, {5}}, {{3}, {2, 4, 3}}};
   int i = 0;
   for (const Pair& p : pairs) {
     ValueId a = b.in("bc" + std::to_string(i) + ".a", p.a);
@@ -133,14 +133,15 @@ void gemm(Builder& b) {
   b.op("gemm", "linear", {b.in("lin.x", {5, 7}), w, bias});
   b.op("gemm", "linear", {b.in("lin.x3", {2, 3, 7}), w, bias});
   b.op("gemm", "linear", {b.in("lin.xn", {5, 7}), w});
-  b.op("gemm", "linear", {b.in("lin.x1", {1, 7}), w, bias});  // M = 1: gemv
+  b.op("gemm", "linear", {b.in("lin.x1", {1, 7}), w, bias});                                      // M = 1: gemv
   b.op("gemm", "linear", {b.in("lin.xb", {5, 7}), b.in("lin.w1", {1, 7}), b.in("lin.b1", {1})});  // N = 1
   struct Case {
     std::vector<ir::Dim> a, c;
     bool ta, tb;
   };
-  std::vector<Case> cases = {{{4, 6}, {6, 5}, false, false}, {{4, 6}, {5, 6}, false, true}, {{6, 4}, {6, 5}, true, false},
-                             {{6, 4}, {5, 6}, true, true},   {{1, 6}, {6, 5}, false, false}, {{6, 1}, {5, 6}, true, true},
+  std::vector<Case> cases = {{{4, 6}, {6, 5}, false, false}, {{4, 6}, {5, 6}, false, true},
+                             {{6, 4}, {6, 5}, true, false},  {{6, 4}, {5, 6}, true, true},
+                             {{1, 6}, {6, 5}, false, false}, {{6, 1}, {5, 6}, true, true},
                              {{4, 6}, {6, 1}, false, false}, {{6, 4}, {1, 6}, true, true}};
   int i = 0;
   for (const Case& c : cases) {
@@ -157,9 +158,8 @@ struct ConvCase {
 
 const std::vector<ConvCase>& conv_cases() {
   static const std::vector<ConvCase> cases = {
-      {{2, 3, 9, 9}, {4, 3, 3, 3}, 1, 0, 1, 1, true},   // 27 taps: direct loops by default
-      {{2, 3, 9, 9}, {4, 3, 3, 3}, 2, 1, 1, 1, true},
-      {{2, 3, 9, 9}, {4, 3, 3, 3}, 1, 2, 2, 1, false},
+      {{2, 3, 9, 9}, {4, 3, 3, 3}, 1, 0, 1, 1, true},  // 27 taps: direct loops by default
+      {{2, 3, 9, 9}, {4, 3, 3, 3}, 2, 1, 1, 1, true},  {{2, 3, 9, 9}, {4, 3, 3, 3}, 1, 2, 2, 1, false},
       {{2, 4, 7, 7}, {6, 2, 3, 3}, 1, 1, 1, 2, true},   // grouped
       {{2, 8, 7, 7}, {5, 8, 3, 3}, 1, 1, 1, 1, true},   // 72 taps: im2col + GEMM by default
       {{3, 8, 8, 6}, {5, 8, 3, 2}, 2, 1, 1, 1, false},  // non-square kernel
@@ -241,7 +241,8 @@ void optim(Builder& b, ValueId step) {
   ValueId m = b.in("opt.m", s), v = b.in("opt.v.pos", s);
   b.op("optim", "sgd_update", {p, g}, {{"lr", 0.1}});
   b.op("optim", "sgd_update", {p, g, buf, step}, {{"lr", 0.1}, {"momentum", 0.9}});
-  b.op("optim", "sgd_update", {p, g, buf, step}, {{"lr", 0.1}, {"momentum", 0.9}, {"weight_decay", 0.01}, {"nesterov", true}});
+  b.op("optim", "sgd_update", {p, g, buf, step},
+       {{"lr", 0.1}, {"momentum", 0.9}, {"weight_decay", 0.01}, {"nesterov", true}});
   b.op("optim", "sgd_update", {p, g, buf, step}, {{"lr", 0.1}, {"momentum", 0.5}, {"dampening", 0.25}});
   b.op("optim", "adam_update", {p, g, m, v, step}, {{"lr", 0.01}});
   b.op("optim", "adam_update", {p, g, m, v, step}, {{"lr", 0.01}, {"weight_decay", 0.05}});

@@ -12,8 +12,8 @@
 namespace dnnc::test {
 
 struct OpsModule {
-  ir::Module module;                                        // graph "ops"
-  std::map<std::string, std::vector<std::string>> family;   // family -> its output value names
+  ir::Module module;                                       // graph "ops"
+  std::map<std::string, std::vector<std::string>> family;  // family -> its output value names
 };
 
 /// Builds the module (deterministic). Input naming conventions drive random_op_inputs.
