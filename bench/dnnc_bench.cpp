@@ -1,0 +1,210 @@
+// dnnc_bench: the benchmark harness behind bench/compare_torch.sh (not a unit test; nothing here
+// is run by ctest). Modes:
+//   dnnc_bench serve MODEL.dnn --batch B [--device cpu] [--threads T]
+//       compiles MODEL's train_step for batch B, makes 8 seeded random batches in memory, then
+//       answers lines on stdin: "run N" runs N train steps (cycling through the batches) and
+//       prints one JSON line {"times_ms":[...]} with each step's wall time; "quit" exits.
+//       A persistent worker lets the driver interleave dnnc and PyTorch in one run.
+//   dnnc_bench compile MODEL.dnn --batch B --cache DIR
+//       times frontend + passes + codegen + JIT of the train_step (cold if DIR is empty, warm if
+//       an earlier run filled it); prints {"compile_ms":...}.
+//   dnnc_bench flops MODEL.dnn --batch B
+//       prints {"gemm_flops":...}: 2*M*N*K summed over the GEMM calls of the lowered train step.
+//   dnnc_bench sgemm [--n N] [--threads T]
+//       the machine's sgemm ceiling: median GFLOP/s of OpenBLAS cblas_sgemm on N x N x N.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <map>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "codegen/lower.h"
+#include "frontend/frontend.h"
+#include "ir/diagnostic.h"
+#include "passes/pass_manager.h"
+#include "runtime/backends.h"
+#include "runtime/cpu/cpu_backend.h"
+#include "runtime/reference/interpreter.h"
+
+// OpenBLAS, declared here as the generated code does (no header dependency).
+extern "C" {
+void cblas_sgemm(int order, int trans_a, int trans_b, int m, int n, int k, float alpha, const float* a, int lda,
+                 const float* b, int ldb, float beta, float* c, int ldc);
+void openblas_set_num_threads(int n);
+}
+
+namespace {
+
+using namespace dnnc;
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+struct Args {
+  std::string mode, model, device = "cpu", cache;
+  int64_t batch = 0;
+  int threads = 0, n = 1024;
+};
+
+Args parse_args(int argc, char** argv) {
+  if (argc < 2) throw std::invalid_argument("usage: dnnc_bench serve|compile|flops|sgemm [MODEL.dnn] [options]");
+  Args a;
+  a.mode = argv[1];
+  for (int i = 2; i < argc; ++i) {
+    std::string s = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) throw std::invalid_argument(s + " needs a value");
+      return argv[++i];
+    };
+    if (s == "--batch") a.batch = std::stoll(value());
+    else if (s == "--device") a.device = value();
+    else if (s == "--threads") a.threads = std::stoi(value());
+    else if (s == "--cache") a.cache = value();
+    else if (s == "--n") a.n = std::stoi(value());
+    else if (!s.empty() && s[0] != '-' && a.model.empty()) a.model = s;
+    else throw std::invalid_argument("unknown argument '" + s + "'");
+  }
+  if (a.mode != "sgemm" && a.model.empty()) throw std::invalid_argument(a.mode + ": needs MODEL.dnn");
+  if (a.mode != "sgemm" && a.batch < 1) throw std::invalid_argument(a.mode + ": needs --batch B (B >= 1)");
+  return a;
+}
+
+ir::Module pipeline(const std::string& path) {
+  ir::Module m = frontend::compile_file(path);
+  passes::PassRegistry r;
+  passes::register_all_passes(r);
+  passes::run_pipeline(m, r, {});
+  return m;
+}
+
+std::unique_ptr<runtime::Backend> make_backend(const Args& a) {
+  if (a.device == "reference") return runtime::make_reference_backend();
+  if (a.device != "cpu") throw std::invalid_argument("--device must be cpu or reference, got '" + a.device + "'");
+  runtime::cpu::CpuOptions o;
+  o.threads = a.threads;
+  if (!a.cache.empty()) o.jit.cache_dir = a.cache;
+  return std::make_unique<runtime::cpu::CpuBackend>(o);
+}
+
+/// Seeded random values for every input of `g`: images uniform in [-1, 1), labels in [0, 10).
+std::map<std::string, runtime::Tensor> random_batch(const ir::Graph& g, int64_t batch, std::mt19937& rng) {
+  std::map<std::string, runtime::Tensor> out;
+  for (ir::ValueId id : g.inputs) {
+    const ir::Value& v = g.value(id);
+    std::vector<int64_t> shape;
+    for (ir::Dim d : v.type.shape) shape.push_back(d == ir::kBatch ? batch : d);
+    runtime::Tensor t(v.type.dtype, shape);
+    if (v.type.dtype == ir::DType::i64) {
+      std::uniform_int_distribution<int64_t> d(0, 9);
+      for (int64_t i = 0; i < t.numel(); ++i) t.i64()[i] = d(rng);
+    } else {
+      std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+      for (int64_t i = 0; i < t.numel(); ++i) t.f32()[i] = d(rng);
+    }
+    out[v.name] = std::move(t);
+  }
+  return out;
+}
+
+void print_times(const std::vector<double>& t) {
+  std::string s = "{\"times_ms\":[";
+  for (size_t i = 0; i < t.size(); ++i) s += (i ? "," : "") + std::to_string(t[i]);
+  std::cout << s << "]}" << std::endl;
+}
+
+int serve(const Args& a) {
+  ir::Module m = pipeline(a.model);
+  const ir::Graph* g = m.graph("train_step");
+  if (!g) throw std::runtime_error(a.model + ": no train_step graph (does the model have a train block?)");
+  runtime::ParamStore params = runtime::reference::init_params(m, 1);
+  auto backend = make_backend(a);
+  auto exe = backend->compile(m, "train_step", params, a.batch);
+  std::mt19937 rng(1);
+  std::vector<std::map<std::string, runtime::Tensor>> batches;
+  for (int i = 0; i < 8; ++i) batches.push_back(random_batch(*g, a.batch, rng));
+  std::cout << "{\"ready\":true}" << std::endl;
+  size_t next = 0;
+  std::string line;
+  while (std::getline(std::cin, line)) {
+    if (line == "quit") break;
+    if (line.rfind("run ", 0) != 0) throw std::invalid_argument("serve: expected 'run N' or 'quit', got '" + line + "'");
+    int n = std::stoi(line.substr(4));
+    std::vector<double> times;
+    times.reserve(n);
+    for (int i = 0; i < n; ++i) {
+      auto t0 = Clock::now();
+      exe->run(batches[next]);
+      times.push_back(ms_since(t0));
+      next = (next + 1) % batches.size();
+    }
+    print_times(times);
+  }
+  return 0;
+}
+
+int compile_only(const Args& a) {
+  auto t0 = Clock::now();
+  ir::Module m = pipeline(a.model);
+  runtime::ParamStore params = runtime::reference::init_params(m, 1);
+  auto backend = make_backend(a);
+  auto exe = backend->compile(m, "train_step", params, a.batch);
+  std::printf("{\"compile_ms\":%.3f}\n", ms_since(t0));
+  return 0;
+}
+
+int flops(const Args& a) {
+  ir::Module m = pipeline(a.model);
+  const ir::Graph* g = m.graph("train_step");
+  if (!g) throw std::runtime_error(a.model + ": no train_step graph");
+  codegen::Program p = codegen::lower_graph(m, *g, a.batch);
+  double total = 0;
+  for (const codegen::Step& s : p.steps)
+    if (s.kind == codegen::Step::Kind::gemm)
+      total += 2.0 * double(s.gemm.m) * double(s.gemm.n) * double(s.gemm.k) * double(s.gemm.batch);
+  std::printf("{\"gemm_flops\":%.0f}\n", total);
+  return 0;
+}
+
+int sgemm(const Args& a) {
+  if (a.threads > 0) openblas_set_num_threads(a.threads);
+  int n = a.n;
+  std::vector<float> x(size_t(n) * n), y(size_t(n) * n), z(size_t(n) * n);
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+  for (auto& v : x) v = d(rng);
+  for (auto& v : y) v = d(rng);
+  std::vector<double> gflops;
+  for (int r = 0; r < 15; ++r) {
+    auto t0 = Clock::now();
+    cblas_sgemm(101 /*row major*/, 111 /*no trans*/, 111, n, n, n, 1.0f, x.data(), n, y.data(), n, 0.0f, z.data(), n);
+    double s = ms_since(t0) / 1e3;
+    if (r >= 2) gflops.push_back(2.0 * n * n * n / s / 1e9);  // the first runs warm up the thread pool
+  }
+  std::sort(gflops.begin(), gflops.end());
+  std::printf("{\"sgemm_gflops\":%.2f,\"n\":%d}\n", gflops[gflops.size() / 2], n);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    Args a = parse_args(argc, argv);
+    if (a.mode == "serve") return serve(a);
+    if (a.mode == "compile") return compile_only(a);
+    if (a.mode == "flops") return flops(a);
+    if (a.mode == "sgemm") return sgemm(a);
+    throw std::invalid_argument("unknown mode '" + a.mode + "' (serve, compile, flops, sgemm)");
+  } catch (const ir::CompileError& e) {
+    std::cerr << e.what() << "\n";
+  } catch (const std::exception& e) {
+    std::cerr << "dnnc_bench: error: " << e.what() << "\n";
+  }
+  return 1;
+}
