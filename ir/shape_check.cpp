@@ -119,8 +119,14 @@ int64_t window_out_dim(const std::string& op, const char* axis, int64_t in, int6
                      operand);
   if (kernel < 1)
     throw ShapeError(fmt::format("{}: the kernel {} must be >= 1; expected >= 1, found {}", op, axis, kernel), 1);
-  int64_t span = dilation * (kernel - 1) + 1;
-  int64_t padded = in + 2 * pad;
+  // Attribute values come from user text: a span or padded size past 64 bits is an error, not UB.
+  int64_t span = 0, twice_pad = 0, padded = 0;
+  if (__builtin_mul_overflow(dilation, kernel - 1, &span) || __builtin_add_overflow(span, 1, &span) ||
+      __builtin_mul_overflow(pad, 2, &twice_pad) || __builtin_add_overflow(in, twice_pad, &padded))
+    throw ShapeError(fmt::format("{}: the window or padding of the {} is too large (input {}, kernel {}, dilation {}, "
+                                 "padding {}): the size overflows 64 bits",
+                                 op, axis, in, kernel, dilation, pad),
+                     operand);
   if (padded < span)
     throw ShapeError(fmt::format("{}: window of {} (kernel {}, dilation {}) is larger than the padded input {} "
                                  "{} (input {} + 2*padding {}); expected padded {} >= {}, found {}",
@@ -134,7 +140,7 @@ std::array<int64_t, 2> pool2d_out_hw(const std::string& op, const TensorType& x,
   auto stride = pool_stride(op, attrs);
   auto pad = pair_attr(op, attrs, "padding", 0);
   for (int i = 0; i < 2; ++i)
-    if (2 * pad[i] > kernel[i])
+    if (pad[i] > kernel[i] / 2)  // 2 * pad > kernel, without overflow
       throw ShapeError(fmt::format("{}: padding should be at most half of the kernel size; expected <= {}, found {}",
                                    op, kernel[i] / 2, pad[i]));
   return {window_out_dim(op, "height", x.shape[2], kernel[0], stride[0], pad[0], 1, 0),
@@ -152,7 +158,8 @@ std::array<int64_t, 2> conv2d_out_hw(const std::string& op, Dim h, Dim w, Dim kh
 int64_t concrete_numel(const Shape& s, size_t begin, size_t end) {
   int64_t n = 1;
   for (size_t i = begin; i < end && i < s.size(); ++i)
-    if (s[i] != kBatch) n *= s[i];
+    if (s[i] != kBatch && __builtin_mul_overflow(n, s[i], &n))
+      throw ShapeError(fmt::format("shape {} has too many elements: the count overflows 64 bits", shape_to_string(s)));
   return n;
 }
 

@@ -61,7 +61,8 @@ std::array<int64_t, 2> pool2d_out_hw(const std::string& op, const TensorType& x,
 /// spatial size (h, w) with a kernel (kh, kw). Throws ShapeError on bad attrs or an output size < 1.
 std::array<int64_t, 2> conv2d_out_hw(const std::string& op, Dim h, Dim w, Dim kh, Dim kw, const Attrs& attrs);
 
-/// Product of the dims of `s` in [begin, end) that are not the batch dim.
+/// Product of the dims of `s` in [begin, end) that are not the batch dim. Throws ShapeError if it
+/// overflows 64 bits.
 int64_t concrete_numel(const Shape& s, size_t begin, size_t end);
 
 }  // namespace dnnc::ir

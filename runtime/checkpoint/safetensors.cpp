@@ -6,13 +6,16 @@
 #include <algorithm>
 #include <bit>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <stdexcept>
+#include <thread>
 
 #include "runtime/checkpoint/atomic_file.h"
 
@@ -36,7 +39,30 @@ struct FileCloser {
 };
 using FilePtr = std::unique_ptr<std::FILE, FileCloser>;
 
+// Fault injection for tests (tests/trainer/fault_test.cpp, docs/reliability.md): with
+// DNNC_TEST_SLOW_SAVE_MS=N, every save pauses N ms halfway through its tensor data, so a test
+// can SIGKILL the writer while a partial temporary file exists. Read once; 0 when unset.
+int test_slow_save_ms() {
+  static const int ms = [] {
+    const char* s = std::getenv("DNNC_TEST_SLOW_SAVE_MS");
+    return s ? std::max(0, std::atoi(s)) : 0;
+  }();
+  return ms;
+}
+
 const char* safetensors_dtype(ir::DType t) { return t == ir::DType::f32 ? "F32" : "I64"; }
+
+// A valid header nests 3 deep (header -> entry -> shape). Deeper ones are refused right after
+// parsing, before anything recursive (dump(), for messages) walks them: a hostile input run
+// through fuzz_safetensors (metadata nested 200,000 deep) overflowed the stack in dump().
+constexpr int kMaxHeaderDepth = 8;
+
+// `v` as compact JSON for an error message, at most 60 characters.
+std::string brief(const json& v) {
+  std::string s = v.dump();
+  if (s.size() > 60) s = s.substr(0, 57) + "...";
+  return s;
+}
 
 // Parses one tensor entry of the header; `fail` builds the error for this file.
 template <typename Fail>
@@ -60,23 +86,23 @@ Entry parse_entry(const std::string& name, const json& v, Fail fail) {
   const json& shape = v.at("shape");
   if (!shape.is_array()) throw bad("shape is not a list");
   for (const json& s : shape) {
-    if (!s.is_number_unsigned()) throw bad(fmt::format("shape {} holds something other than sizes >= 0", shape.dump()));
+    if (!s.is_number_unsigned()) throw bad(fmt::format("shape {} holds something other than sizes >= 0", brief(shape)));
     e.shape.push_back(static_cast<int64_t>(s.get<uint64_t>()));
   }
   const json& off = v.at("data_offsets");
   if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() || !off[1].is_number_unsigned())
-    throw bad(fmt::format("data_offsets {} is not [begin, end] with begin, end >= 0", off.dump()));
+    throw bad(fmt::format("data_offsets {} is not [begin, end] with begin, end >= 0", brief(off)));
   e.begin = off[0].get<uint64_t>();
   e.end = off[1].get<uint64_t>();
   if (e.end < e.begin) throw bad(fmt::format("data_offsets [{}, {}] end before they begin", e.begin, e.end));
   uint64_t bytes = e.dtype == ir::DType::i64 ? 8 : 4;
   for (int64_t s : e.shape) {
     if (s != 0 && bytes > (uint64_t{1} << 62) / static_cast<uint64_t>(s))
-      throw bad(fmt::format("shape {} is too large", shape.dump()));
+      throw bad(fmt::format("shape {} is too large", brief(shape)));
     bytes *= static_cast<uint64_t>(s);
   }
   if (bytes != e.end - e.begin)
-    throw bad(fmt::format("shape {} of {} needs {} bytes, but data_offsets [{}, {}] hold {}", shape.dump(), d, bytes,
+    throw bad(fmt::format("shape {} of {} needs {} bytes, but data_offsets [{}, {}] hold {}", brief(shape), d, bytes,
                           e.begin, e.end, e.end - e.begin));
   return e;
 }
@@ -101,11 +127,14 @@ SafetensorsFile read_safetensors_file(const std::string& path) {
   if (header_len > kMaxSafetensorsHeader)
     throw fail(fmt::format("header length {} exceeds the {}-byte limit", header_len, kMaxSafetensorsHeader));
   std::string text(static_cast<size_t>(header_len), '\0');
-  if (header_len && std::fread(text.data(), 1, text.size(), f.get()) != text.size()) throw fail("read error in the header");
+  if (header_len && std::fread(text.data(), 1, text.size(), f.get()) != text.size())
+    throw fail("read error in the header");
 
   std::set<std::string> seen;
   std::string duplicate;
+  int max_depth = 0;
   auto on_key = [&](int depth, json::parse_event_t event, json& parsed) {
+    max_depth = std::max(max_depth, depth);
     if (event == json::parse_event_t::key && depth == 1 && !seen.insert(parsed.get<std::string>()).second)
       duplicate = parsed.get<std::string>();
     return true;
@@ -116,6 +145,9 @@ SafetensorsFile read_safetensors_file(const std::string& path) {
   } catch (const json::parse_error& e) {
     throw fail(fmt::format("header is not valid JSON: {}", e.what()));
   }
+  if (max_depth > kMaxHeaderDepth)
+    throw fail(fmt::format("header nests JSON {} levels deep; a safetensors header needs 3 (at most {} accepted)",
+                           max_depth, kMaxHeaderDepth));
   if (!header.is_object()) throw fail(fmt::format("header is a JSON {}, not an object", header.type_name()));
   if (!duplicate.empty()) throw fail(fmt::format("tensor '{}' appears twice in the header", duplicate));
 
@@ -125,7 +157,7 @@ SafetensorsFile read_safetensors_file(const std::string& path) {
     if (name == "__metadata__") {
       if (!v.is_object()) throw fail("__metadata__ is not a JSON object");
       for (const auto& [k, s] : v.items()) {
-        if (!s.is_string()) throw fail(fmt::format("__metadata__ entry '{}' is not a string: {}", k, s.dump()));
+        if (!s.is_string()) throw fail(fmt::format("__metadata__ entry '{}' is not a string: {}", k, brief(s)));
         out.metadata[k] = s.get<std::string>();
       }
       continue;
@@ -141,8 +173,8 @@ SafetensorsFile read_safetensors_file(const std::string& path) {
   const Entry* prev = nullptr;
   for (const Entry& e : entries) {
     if (e.end > buffer)
-      throw fail(fmt::format("tensor '{}': data_offsets [{}, {}] run past the end of the {}-byte data", e.name,
-                             e.begin, e.end, buffer));
+      throw fail(fmt::format("tensor '{}': data_offsets [{}, {}] run past the end of the {}-byte data", e.name, e.begin,
+                             e.end, buffer));
     if (e.begin < pos)
       throw fail(fmt::format("tensor '{}' (bytes [{}, {})) overlaps tensor '{}' (bytes [{}, {}))", e.name, e.begin,
                              e.end, prev->name, prev->begin, prev->end));
@@ -184,9 +216,8 @@ void write_safetensors(const std::string& path, const NamedTensors& tensors,
   uint64_t offset = 0;
   for (const auto* nt : order) {
     const Tensor& t = nt->second;
-    header[nt->first] = {{"dtype", safetensors_dtype(t.dtype())},
-                         {"shape", t.shape()},
-                         {"data_offsets", {offset, offset + t.nbytes()}}};
+    header[nt->first] = {
+        {"dtype", safetensors_dtype(t.dtype())}, {"shape", t.shape()}, {"data_offsets", {offset, offset + t.nbytes()}}};
     offset += t.nbytes();
   }
   std::string text = header.dump();
@@ -197,7 +228,11 @@ void write_safetensors(const std::string& path, const NamedTensors& tensors,
   AtomicFile out(path);
   out.write(len_bytes, 8);
   out.write(text.data(), text.size());
-  for (const auto* nt : order) out.write(nt->second.data(), nt->second.nbytes());
+  for (size_t i = 0; i < order.size(); ++i) {
+    if (i == order.size() / 2 && test_slow_save_ms() > 0)
+      std::this_thread::sleep_for(std::chrono::milliseconds(test_slow_save_ms()));
+    out.write(order[i]->second.data(), order[i]->second.nbytes());
+  }
   out.commit();
 }
 
