@@ -288,8 +288,57 @@ static void dnnc_sgemm_split_k(bool ta, bool tb, i64 m, i64 n, i64 k, float alph
 }
 )";
 
+int root_of(const Program& p, int b) {
+  const Buffer& buf = p.buffers.at(static_cast<size_t>(b));
+  return buf.kind == BufferKind::alias ? buf.alias_of : b;
+}
+
+// A GEMM with an epilogue: each thread computes a block of rows of C (bias first), then runs the
+// epilogue kernel on those rows while they are in its cache. The function takes the epilogue's
+// buffers after c (c itself once).
+std::string gemm_epilogue_function(const Program& p, const Step& s, const std::string& name) {
+  const GemmCall& g = s.gemm;
+  assert(g.batch == 1 && g.ldc == g.n && g.bias_kind != GemmCall::Bias::per_row && "epilogue GEMMs are single, dense");
+  const Kernel& k = p.kernels.at(static_cast<size_t>(g.epilogue));
+  std::string out = print_kernel_cpp(k, {fmt::format("epilogue of {}: elements [begin, end) of C", name)});
+  print_comment(out, s.comment);
+  out += fmt::format("// C[{},{}] = A{} · B{}{}, then {} on each thread's rows\n", g.m, g.n, g.trans_a ? "ᵀ" : "",
+                     g.trans_b ? "ᵀ" : "", g.bias >= 0 ? " + bias per column" : "", k.name);
+  bool bias = g.bias_kind != GemmCall::Bias::none;
+  out += fmt::format("static void {}(const float* __restrict__ a, const float* __restrict__ b, {}float* __restrict__ c",
+                     name, bias ? "const float* __restrict__ bias, " : "");
+  std::vector<std::string> call_args;
+  for (size_t e = 0; e < s.args.size(); ++e) {
+    if (root_of(p, s.args[e]) == root_of(p, g.c)) {
+      call_args.push_back("c");
+      continue;
+    }
+    const KernelParam& kp = k.params.at(e);
+    std::string pname = fmt::format("e{}", e);
+    out += fmt::format(", {}{}* __restrict__ {}", kp.written ? "" : "const ", c_type(kp.type), pname);
+    call_args.push_back(pname);
+  }
+  out += ") {\n";
+  bool split = g.threads == GemmCall::Threads::split;
+  out += fmt::format("  const int t = {};\n", split ? "dnnc_threads" : "1");
+  if (split) out += "#pragma omp parallel for num_threads(t) schedule(static)\n";
+  out += "  for (int i = 0; i < t; ++i) {\n";
+  out += fmt::format("    const i64 r0 = {} * i / t, r1 = {} * (i + 1) / t;\n", g.m, g.m);
+  if (bias)
+    out += fmt::format(
+        "    for (i64 r = r0; r < r1; ++r)\n      for (i64 j = 0; j < {0}; ++j) c[r * {0} + j] = bias[j];\n", g.n);
+  out += fmt::format("    dnnc_sgemm({}, {}, r1 - r0, {}, {}, {}, a + {}, {}, b, {}, {}, c + r0 * {}, {});\n",
+                     g.trans_a ? "true" : "false", g.trans_b ? "true" : "false", g.n, g.k, cpp_float_literal(g.alpha),
+                     g.trans_a ? "r0" : fmt::format("r0 * {}", g.lda), g.lda, g.ldb,
+                     cpp_float_literal(bias ? 1.0f : g.beta), g.ldc, g.ldc);
+  out += fmt::format("    {}(r0 * {}, r1 * {}, {});\n", k.name, g.n, g.n, fmt::join(call_args, ", "));
+  out += "  }\n}\n";
+  return out;
+}
+
 std::string gemm_function(const Program& p, const Step& s, const std::string& name) {
   const GemmCall& g = s.gemm;
+  if (g.epilogue >= 0) return gemm_epilogue_function(p, s, name);
   std::string out;
   print_comment(out, s.comment);
   std::string prod = fmt::format("C[{},{}] = A{} · B{}", g.m, g.n, g.trans_a ? "ᵀ" : "", g.trans_b ? "ᵀ" : "");
@@ -356,9 +405,11 @@ std::string print_kernel_cpp(const Kernel& k, const std::vector<std::string>& co
   std::string out;
   print_comment(out, comment);
   out += fmt::format("static int {}(", k.name);
+  for (size_t i = 0; i < k.index_params.size(); ++i) out += fmt::format("{}i64 {}", i ? ", " : "", k.index_params[i]);
   for (size_t i = 0; i < k.params.size(); ++i) {
     const KernelParam& p = k.params[i];
-    out += fmt::format("{}{}{}* __restrict__ {}", i ? ", " : "", p.written ? "" : "const ", c_type(p.type), p.name);
+    out += fmt::format("{}{}{}* __restrict__ {}", i || !k.index_params.empty() ? ", " : "", p.written ? "" : "const ",
+                       c_type(p.type), p.name);
   }
   out += ") {\n";
   print_block(out, k.body, k.params, 1);
@@ -387,9 +438,9 @@ std::string print_program_cpp(const Program& p) {
   out += "\nextern \"C\" int dnnc_run(void** buffers) {\n";
   for (size_t i = 0; i < p.buffers.size(); ++i) {
     const Buffer& b = p.buffers[i];
-    bool ro = b.kind == BufferKind::input || b.kind == BufferKind::param ||
-              (b.kind == BufferKind::alias && (p.buffers[static_cast<size_t>(b.alias_of)].kind == BufferKind::input ||
-                                               p.buffers[static_cast<size_t>(b.alias_of)].kind == BufferKind::param));
+    // Params may be updated in place (an optimizer step writing its param's storage).
+    bool ro = b.kind == BufferKind::input ||
+              (b.kind == BufferKind::alias && p.buffers[static_cast<size_t>(b.alias_of)].kind == BufferKind::input);
     std::string type = fmt::format("{}{}*", ro ? "const " : "", c_type(b.dtype));
     std::string note = fmt::format("{} {}{}", buffer_kind_name(b.kind), scalar_type_name(b.dtype), shape_str(b.shape));
     if (!b.value_name.empty()) note += " " + b.value_name;
@@ -418,6 +469,9 @@ std::string print_program_cpp(const Program& p) {
     args = p.buffers.at(static_cast<size_t>(g.a)).name + ", " + p.buffers.at(static_cast<size_t>(g.b)).name + ", ";
     if (g.bias_kind != GemmCall::Bias::none) args += p.buffers.at(static_cast<size_t>(g.bias)).name + ", ";
     args += p.buffers.at(static_cast<size_t>(g.c)).name;
+    if (g.epilogue >= 0)
+      for (int b : s.args)
+        if (root_of(p, b) != root_of(p, g.c)) args += ", " + p.buffers.at(static_cast<size_t>(b)).name;
     out += fmt::format("  {}({});\n", fn_names[i], args);
   }
   out += "  return 0;\n}\n";

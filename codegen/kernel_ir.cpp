@@ -273,6 +273,14 @@ int KernelBuilder::param(const std::string& name, ScalarType type, bool written,
 
 ScalarType KernelBuilder::param_type(int p) const { return k_.params.at(static_cast<size_t>(p)).type; }
 
+void KernelBuilder::set_written(int p) { k_.params.at(static_cast<size_t>(p)).written = true; }
+
+Expr KernelBuilder::index_param(const std::string& name) {
+  std::string n = fresh(name);
+  k_.index_params.push_back(n);
+  return var(n, ScalarType::i64);
+}
+
 Expr KernelBuilder::load(int p, Expr index) const {
   assert(p >= 0 && p < static_cast<int>(k_.params.size()) && "load of an unknown param");
   assert(index.type() == ScalarType::i64 && "indices are i64");

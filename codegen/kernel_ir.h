@@ -153,6 +153,9 @@ struct KernelParam {
 /// One generated kernel: parameters and a body of statements.
 struct Kernel {
   std::string name;  // a C identifier, unique within its program
+  /// i64 scalars passed by value before the buffers (read as `var(name, i64)`): a GEMM
+  /// epilogue's element range `[begin, end)`, which the GEMM's threads split. Usually empty.
+  std::vector<std::string> index_params;
   std::vector<KernelParam> params;
   Block body;
   std::vector<std::string> errors;  // messages of the fail statements, by code - 1
@@ -166,6 +169,10 @@ class KernelBuilder {
   /// Adds a parameter, returns its index.
   int param(const std::string& name, ScalarType type, bool written, int64_t numel);
   ScalarType param_type(int p) const;
+  /// Marks param p as written too (a buffer updated in place).
+  void set_written(int p);
+  /// Adds an i64 scalar parameter (Kernel::index_params); returns it as a var Expr.
+  Expr index_param(const std::string& name);
 
   /// A load of params[p][index].
   Expr load(int p, Expr index) const;

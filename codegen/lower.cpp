@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cctype>
+#include <functional>
 #include <stdexcept>
 
 #include "codegen/lower_ctx.h"
@@ -82,9 +83,11 @@ bool has_lowering(const std::string& op) { return lower_table().count(op) > 0; }
 KernelDraft::KernelDraft(LowerCtx& ctx, const std::string& name) : kb(name), ctx_(ctx) {}
 
 int KernelDraft::add(int buffer, bool written) {
+  // One param per storage: a buffer read and written (in place) or seen through an alias is
+  // passed once, so no two __restrict__ params ever point to the same memory.
   for (size_t i = 0; i < args.size(); ++i)
-    if (args[i] == buffer) {
-      assert(!written && "a buffer bound twice as a kernel output");
+    if (ctx_.root(args[i]) == ctx_.root(buffer)) {
+      if (written) kb.set_written(static_cast<int>(i));
       return static_cast<int>(i);
     }
   const Buffer& b = ctx_.prog.buffers.at(static_cast<size_t>(buffer));
@@ -154,7 +157,31 @@ std::string LowerCtx::unique_name(const std::string& base) {
   return name;
 }
 
+int LowerCtx::root(int buffer) const {
+  const Buffer& b = prog.buffers.at(static_cast<size_t>(buffer));
+  return b.kind == BufferKind::alias ? b.alias_of : buffer;
+}
+
+void LowerCtx::share_buffer(ir::ValueId v, int buffer) {
+  assert(!has_buffer(v) && "share_buffer on a value that has a buffer");
+  value_buffer_.at(static_cast<size_t>(v)) = buffer;
+}
+
 int LowerCtx::define(ir::ValueId v) {
+  if (has_buffer(v)) return buffer(v);
+  if (auto it = in_place.find(v); it != in_place.end()) {
+    const ir::Value& val = graph.value(v);
+    Buffer b;
+    b.name = unique_name("v_" + sanitize(val.name));
+    b.value_name = val.name;
+    b.kind = BufferKind::alias;
+    b.alias_of = it->second;
+    b.dtype = scalar_of(val.type.dtype);
+    b.shape = shape(v);
+    prog.buffers.push_back(std::move(b));
+    value_buffer_.at(static_cast<size_t>(v)) = static_cast<int>(prog.buffers.size()) - 1;
+    return value_buffer_[static_cast<size_t>(v)];
+  }
   const ir::Value& val = graph.value(v);
   Buffer b;
   const char* prefix = val.kind == ir::ValueKind::input ? "in_" : val.kind == ir::ValueKind::param ? "p_" : "v_";
@@ -207,6 +234,16 @@ void LowerCtx::emit(KernelDraft&& d) {
   s.args = std::move(d.args);
   prog.kernels.push_back(d.kb.finish());
   prog.steps.push_back(std::move(s));
+}
+
+void LowerCtx::attach_epilogue(KernelDraft&& d) {
+  assert(!prog.steps.empty() && prog.steps.back().kind == Step::Kind::gemm && prog.steps.back().gemm.epilogue < 0 &&
+         "an epilogue needs a GEMM step before it");
+  Step& s = prog.steps.back();
+  s.gemm.epilogue = static_cast<int>(prog.kernels.size());
+  s.args = std::move(d.args);
+  s.comment.insert(s.comment.end(), comment.begin(), comment.end());
+  prog.kernels.push_back(d.kb.finish());
 }
 
 void LowerCtx::emit_gemm(const GemmCall& call) {
@@ -273,6 +310,113 @@ bool joins_run(const LowerCtx& ctx, const ir::Node& n, const Dims& out, const st
   return true;
 }
 
+// Reads of value `v` by node `n` (as operand i) at its own element (strides empty or contiguous).
+bool reads_at_element(const MapOp& op, size_t i, const Dims& out) {
+  return i >= op.operand_strides.size() || op.operand_strides[i].empty() || op.operand_strides[i] == strides_of(out);
+}
+
+// Values read after the nodes [first, last] of g (by later nodes, as outputs or as updates).
+bool used_outside(const ir::Graph& g, ir::ValueId v, const std::vector<const ir::Node*>& inside) {
+  for (const ir::Node& n : g.nodes) {
+    if (std::find(inside.begin(), inside.end(), &n) != inside.end()) continue;
+    if (std::find(n.inputs.begin(), n.inputs.end(), v) != n.inputs.end()) return true;
+  }
+  if (std::find(g.outputs.begin(), g.outputs.end(), v) != g.outputs.end()) return true;
+  for (const auto& u : g.updates)
+    if (u.second == v) return true;
+  return false;
+}
+
+// GEMM epilogue: if nodes[i] is a linear/matmul whose result feeds a run of map ops that join
+// it element by element (relu after linear, relu_backward after the input-gradient matmul), and
+// the result itself is used nowhere else, lowers the GEMM writing straight into the buffer of
+// the run's first stored result and the run as its epilogue. Returns the number of nodes
+// lowered (0: not this pattern; nothing emitted).
+size_t lower_gemm_epilogue(LowerCtx& ctx, const std::vector<const ir::Node*>& nodes, size_t i,
+                           const std::function<void(const ir::Node&)>& lower_one) {
+  const ir::Node& gemm = *nodes[i];
+  if ((gemm.op != "linear" && gemm.op != "matmul") || gemm.outputs.size() != 1) return 0;
+  ir::ValueId result = gemm.outputs[0];
+  Dims out = ctx.shape(result);
+  std::vector<const ir::Node*> run{&gemm};
+  for (size_t j = i + 1; j < nodes.size() && joins_run(ctx, *nodes[j], out, run); ++j) run.push_back(nodes[j]);
+  if (run.size() < 2) return 0;
+  std::vector<const ir::Node*> maps(run.begin() + 1, run.end());
+  if (used_outside(ctx.graph, result, maps)) return 0;
+  ir::ValueId target = ir::kNoValue;  // the first result of the run read after it
+  for (const ir::Node* n : maps) {
+    MapOp op;
+    map_op_of(ctx, *n, completed(ctx, *n), &op);
+    if (op.setup) return 0;  // no hoisted scalars or checks inside a GEMM's threads
+    for (size_t k = 0; k < n->inputs.size(); ++k) {
+      bool scalar =
+          k < op.operand_strides.size() && !op.operand_strides[k].empty() &&
+          std::all_of(op.operand_strides[k].begin(), op.operand_strides[k].end(), [](int64_t x) { return x == 0; });
+      if (!scalar && !reads_at_element(op, k, out)) return 0;
+    }
+    for (ir::ValueId o : n->outputs)
+      if (target == ir::kNoValue && ctx.graph.value(o).type.dtype == ir::DType::f32 &&
+          (used_outside(ctx.graph, o, maps) || maps.size() == 1))
+        target = o;
+  }
+  if (target == ir::kNoValue || ctx.in_place.count(target) || ctx.graph.value(result).type.dtype != ir::DType::f32)
+    return 0;
+  ctx.share_buffer(result, ctx.define(target));
+  ctx.comment = {ctx.node_text(gemm)};
+  lower_one(gemm);
+  ctx.comment.clear();
+  for (const ir::Node* n : maps) ctx.comment.push_back(ctx.node_text(*n));
+  lower_map_group(ctx, maps, result);
+  return run.size();
+}
+
+// Update values that a map op can write straight into their param's storage: the op reads the
+// param at its own element and nothing after it (in a later group) reads the param's old value.
+std::map<ir::ValueId, int> in_place_updates(const LowerCtx& ctx, const std::vector<std::vector<int>>& groups) {
+  const ir::Graph& g = ctx.graph;
+  std::vector<int> group_of(g.nodes.size(), -1), producer(g.values.size(), -1);
+  for (size_t k = 0; k < groups.size(); ++k)
+    for (int n : groups[k]) group_of[static_cast<size_t>(n)] = static_cast<int>(k);
+  for (size_t n = 0; n < g.nodes.size(); ++n)
+    for (ir::ValueId o : g.nodes[n].outputs) producer[static_cast<size_t>(o)] = static_cast<int>(n);
+  std::map<std::string, int> updates_of_param;
+  std::map<ir::ValueId, int> updates_of_value;
+  for (const auto& [name, v] : g.updates) {
+    ++updates_of_param[name];
+    ++updates_of_value[v];
+  }
+  std::map<ir::ValueId, int> out;
+  for (const auto& [name, v] : g.updates) {
+    if (updates_of_param[name] != 1 || updates_of_value[v] != 1) continue;
+    int pn = producer.at(static_cast<size_t>(v));
+    if (pn < 0) continue;
+    ir::ValueId param = ir::kNoValue;
+    for (size_t i = 0; i < g.values.size(); ++i)
+      if (g.values[i].kind == ir::ValueKind::param && g.values[i].name == name) param = static_cast<ir::ValueId>(i);
+    if (param == ir::kNoValue || ctx.shape(param) != ctx.shape(v) || g.value(param).type.dtype != g.value(v).type.dtype)
+      continue;
+    if (std::find(g.outputs.begin(), g.outputs.end(), param) != g.outputs.end() || updates_of_value.count(param))
+      continue;
+    const ir::Node& n = g.nodes[static_cast<size_t>(pn)];
+    MapOp op;
+    if (!map_op_of(ctx, n, completed(ctx, n), &op)) continue;
+    bool reads_param = false, ok = true;
+    for (size_t i = 0; i < n.inputs.size(); ++i)
+      if (n.inputs[i] == param) {
+        reads_param = true;
+        ok &= reads_at_element(op, i, ctx.shape(v));
+      }
+    for (size_t m = 0; m < g.nodes.size() && ok; ++m) {
+      if (static_cast<int>(m) == pn) continue;
+      const auto& in = g.nodes[m].inputs;
+      if (std::find(in.begin(), in.end(), param) == in.end()) continue;
+      ok = static_cast<int>(m) < pn && group_of[m] < group_of[static_cast<size_t>(pn)];
+    }
+    if (reads_param && ok) out[v] = ctx.buffer(param);
+  }
+  return out;
+}
+
 // The node groups of pass `fuse` (Node::group): consecutive nodes with the same group index
 // form one group; nodes outside any group are groups of one.
 std::vector<std::vector<int>> groups_of(const ir::Graph& g) {
@@ -304,12 +448,27 @@ Program lower_graph(const ir::Module& m, const ir::Graph& g, int64_t batch, cons
   for (size_t i = 0; i < g.values.size(); ++i)
     if (g.values[i].kind == ir::ValueKind::param) ctx.define(static_cast<ir::ValueId>(i));
 
-  // Within a group, each maximal run of map ops sharing one result shape becomes one loop nest;
-  // every other node is lowered on its own.
-  for (const auto& grp : check_groups(g, groups.empty() ? groups_of(g) : groups)) {
+  std::vector<std::vector<int>> all_groups = check_groups(g, groups.empty() ? groups_of(g) : groups);
+  ctx.in_place = in_place_updates(ctx, all_groups);
+  auto lower_one = [&](const ir::Node& n) {
+    auto it = lower_table().find(n.op);
+    if (it == lower_table().end()) ctx.fail(n, "the cpu backend has no lowering for op '" + n.op + "'");
+    it->second(ctx, n, completed(ctx, n));
+  };
+
+  // Within a group, a GEMM followed by map ops on its result becomes a GEMM with an epilogue;
+  // each other maximal run of map ops sharing one result shape becomes one loop nest; every
+  // other node is lowered on its own.
+  for (const auto& grp : all_groups) {
     std::vector<const ir::Node*> nodes;
     for (int i : grp) nodes.push_back(&g.nodes[static_cast<size_t>(i)]);
     for (size_t i = 0; i < nodes.size();) {
+      if (options.gemm_epilogues && nodes.size() > 1) {
+        if (size_t used = lower_gemm_epilogue(ctx, nodes, i, lower_one)) {
+          i += used;
+          continue;
+        }
+      }
       Dims out = ctx.shape(nodes[i]->outputs.at(0));
       std::vector<const ir::Node*> run{nodes[i]};
       size_t j = i + 1;
@@ -320,9 +479,7 @@ Program lower_graph(const ir::Module& m, const ir::Graph& g, int64_t batch, cons
       if (run.size() > 1) {
         lower_map_group(ctx, run);
       } else {
-        auto it = lower_table().find(run[0]->op);
-        if (it == lower_table().end()) ctx.fail(*run[0], "the cpu backend has no lowering for op '" + run[0]->op + "'");
-        it->second(ctx, *run[0], completed(ctx, *run[0]));
+        lower_one(*run[0]);
       }
       i = j;
     }

@@ -15,6 +15,7 @@ struct LowerOptions {
   int64_t parallel_min_work = 1 << 15;    // a loop nest is parallel if it touches this many elements
   int64_t gemm_parallel_flops = 1 << 21;  // a GEMM is multi-threaded from this many flops (2mnk)
   int64_t direct_conv_max_k = 32;         // conv2d with C/groups*kh*kw up to this uses direct loops
+  bool gemm_epilogues = true;             // map ops after a GEMM in one fuse group run as its epilogue
 };
 
 /// Lowers graph `g` (of module `m`) with the batch dim bound to `batch`. `groups` lists the

@@ -49,8 +49,14 @@ class LowerCtx {
   int64_t numel(ir::ValueId v) const;
   /// The buffer holding value `v` (asserts it was created).
   int buffer(ir::ValueId v) const;
-  /// Creates the intermediate buffer of node result `v`.
+  bool has_buffer(ir::ValueId v) const { return value_buffer_.at(static_cast<size_t>(v)) >= 0; }
+  /// Creates the buffer of node result `v` (returns the existing one if `v` has one already).
+  /// An update value written in place (see `in_place`) becomes an alias of its param.
   int define(ir::ValueId v);
+  /// Makes `v` live in existing buffer `buffer` (a GEMM result in the buffer of its epilogue's result).
+  void share_buffer(ir::ValueId v, int buffer);
+  /// Update values written straight into their param's storage: value -> param buffer.
+  std::map<ir::ValueId, int> in_place;
   /// Makes node result `v` an alias of `src`'s storage (reshape, flatten).
   void define_alias(ir::ValueId v, ir::ValueId src);
   /// A scratch buffer of `numel` f32 elements.
@@ -59,6 +65,10 @@ class LowerCtx {
   /// Appends a kernel step (comment = the current group's IR lines).
   void emit(KernelDraft&& d);
   void emit_gemm(const GemmCall& call);
+  /// Makes `d` (a kernel with index_params begin, end) the epilogue of the last step, a GEMM.
+  void attach_epilogue(KernelDraft&& d);
+  /// The storage a buffer views (itself unless it is an alias).
+  int root(int buffer) const;
 
   /// Whether a loop nest touching `work` elements should run on several threads.
   bool parallel(int64_t work) const { return work >= options.parallel_min_work; }
@@ -103,8 +113,12 @@ struct MapOp {
 bool map_op_of(const LowerCtx& ctx, const ir::Node& n, const ir::Attrs& attrs, MapOp* out);
 
 /// Lowers `nodes` (map ops whose results all have the shape of the first node's first result)
-/// as one loop nest. Values used only inside the group are not stored.
-void lower_map_group(LowerCtx& ctx, const std::vector<const ir::Node*>& nodes);
+/// as one loop nest. Values used only inside the group are not stored. With `gemm_result`
+/// (the value of the GEMM step just emitted, read at each element before anything is stored),
+/// the kernel becomes that GEMM's epilogue: one flat loop over an element range [begin, end),
+/// no threads of its own (the caller checked that every other operand is contiguous or a scalar
+/// and that no op has a setup).
+void lower_map_group(LowerCtx& ctx, const std::vector<const ir::Node*>& nodes, ir::ValueId gemm_result = ir::kNoValue);
 
 void register_map_lowerings(LowerTable& t);
 void register_reduce_lowerings(LowerTable& t);

@@ -271,7 +271,8 @@ std::set<ir::ValueId> escaping(const LowerCtx& ctx, const std::vector<const ir::
 
 }  // namespace
 
-void lower_map_group(LowerCtx& ctx, const std::vector<const ir::Node*>& nodes) {
+void lower_map_group(LowerCtx& ctx, const std::vector<const ir::Node*>& nodes, ir::ValueId gemm_result) {
+  const bool epilogue = gemm_result != ir::kNoValue;
   assert(!nodes.empty() && "an empty map group");
   Dims out_shape = ctx.shape(nodes[0]->outputs.at(0));
   Dims out_strides = strides_of(out_shape);
@@ -299,8 +300,10 @@ void lower_map_group(LowerCtx& ctx, const std::vector<const ir::Node*>& nodes) {
   std::set<ir::ValueId> defined;  // values computed inside the group
   for (const ir::Node* n : nodes)
     for (ir::ValueId o : n->outputs) defined.insert(o);
+  if (epilogue) defined.insert(gemm_result);  // loaded once per element, before any store
 
-  KernelDraft d(ctx, ctx.kernel_name(nodes.size() == 1 ? nodes[0]->op : "fused"));
+  KernelDraft d(ctx, epilogue ? fmt::format("g{}_epilogue", ctx.prog.steps.size() - 1)
+                              : ctx.kernel_name(nodes.size() == 1 ? nodes[0]->op : "fused"));
   // Tensors indexed in the loop nest: the output (0), then each distinct (buffer, strides) read.
   struct Read {
     int param;
@@ -337,6 +340,9 @@ void lower_map_group(LowerCtx& ctx, const std::vector<const ir::Node*>& nodes) {
       }
       read_of[k].push_back(r);
     }
+  // An epilogue's GEMM result lives in the buffer of one of its results (registered first, so
+  // that the result's write binds the same param, now read and written).
+  int source_param = epilogue ? d.read(ctx.buffer(gemm_result)) : -1;
   std::map<ir::ValueId, int> out_param;
   for (const ir::Node* n : nodes)
     for (ir::ValueId o : n->outputs)
@@ -373,6 +379,7 @@ void lower_map_group(LowerCtx& ctx, const std::vector<const ir::Node*>& nodes) {
       return;
     }
     std::map<ir::ValueId, Expr> value;
+    if (epilogue) value[gemm_result] = d.kb.let("c", d.kb.load(source_param, offsets[0]));
     for (size_t k = 0; k < nodes.size(); ++k) {
       MapEnv env;
       env.index = offsets[0];
@@ -399,8 +406,18 @@ void lower_map_group(LowerCtx& ctx, const std::vector<const ir::Node*>& nodes) {
       }
     }
   };
-  nest(0, std::vector<Expr>(reads.size() + 1, i64c(0)));
-  ctx.emit(std::move(d));
+  if (!epilogue) {
+    nest(0, std::vector<Expr>(reads.size() + 1, i64c(0)));
+    ctx.emit(std::move(d));
+    return;
+  }
+  // Epilogue: every tensor read is contiguous (checked by the caller), one flat loop over the
+  // element range the GEMM's thread hands over.
+  for (const Read& r : reads)
+    if (r.strides != out_strides) ctx.fail(*nodes[0], "a GEMM epilogue operand is not contiguous");
+  Expr begin = d.kb.index_param("begin"), end = d.kb.index_param("end");
+  d.kb.loop("i", begin, end, false, [&](Expr iv) { nest(dims.size(), std::vector<Expr>(reads.size() + 1, iv)); });
+  ctx.attach_epilogue(std::move(d));
 }
 
 void register_map_lowerings(LowerTable& t) {

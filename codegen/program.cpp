@@ -55,6 +55,7 @@ std::string describe(const Program& p) {
       const GemmCall& g = s.gemm;
       out += fmt::format("  step {} gemm m={} n={} k={} ta={} tb={} batch={}{}", i, g.m, g.n, g.k, g.trans_a, g.trans_b,
                          g.batch, g.accumulate_batches ? " summed" : "");
+      if (g.epilogue >= 0) out += " epilogue " + p.kernels.at(static_cast<size_t>(g.epilogue)).name;
     }
     out += s.comment.empty() ? "\n" : "  // " + s.comment.front() + "\n";
   }

@@ -52,6 +52,11 @@ struct GemmCall {
   /// (over_batch); single-threaded when the work is small.
   enum class Threads : uint8_t { single, split, split_k, over_batch };
   Threads threads = Threads::single;
+  /// A map kernel (index into Program::kernels, -1: none) run on C right after the product,
+  /// by the thread that computed it, on each finished block of rows while it is in cache: its
+  /// index_params are the element range [begin, end) of C, its buffers are the step's `args`.
+  /// Only for batch 1 with ldc == n; a split GEMM then always splits rows.
+  int epilogue = -1;
 };
 
 struct Step {
@@ -59,7 +64,7 @@ struct Step {
   Kind kind = Kind::kernel;
   std::vector<std::string> comment;  // the IR nodes this step computes, one line each
   int kernel = -1;                   // kind == kernel: index into Program::kernels
-  std::vector<int> args;             // kind == kernel: the buffer bound to each kernel param
+  std::vector<int> args;             // the buffer bound to each param of the kernel (or of the GEMM's epilogue)
   GemmCall gemm;                     // kind == gemm
 };
 

@@ -45,6 +45,9 @@ class CpuExecutable : public Executable {
     for (const auto& [name, b] : prog_.updates) ++uses[static_cast<size_t>(root(b))];
     for (const auto& [name, b] : prog_.updates) {
       const Buffer& buf = prog_.buffers[static_cast<size_t>(b)];
+      const Buffer& r = prog_.buffers[static_cast<size_t>(root(b))];
+      // An update the generated code wrote straight into the param's storage needs nothing.
+      in_place_.push_back(r.kind == BufferKind::param && r.value_name == name);
       swap_.push_back(buf.kind == BufferKind::intermediate && uses[static_cast<size_t>(b)] == 1);
     }
   }
@@ -62,8 +65,9 @@ class CpuExecutable : public Executable {
     // Updates: snapshot the copied ones first (a param may update another), then swap.
     std::vector<Tensor> copies(prog_.updates.size());
     for (size_t i = 0; i < prog_.updates.size(); ++i)
-      if (!swap_[i]) copies[i] = copy_out(prog_.updates[i].second);
+      if (!swap_[i] && !in_place_[i]) copies[i] = copy_out(prog_.updates[i].second);
     for (size_t i = 0; i < prog_.updates.size(); ++i) {
+      if (in_place_[i]) continue;
       const auto& [name, b] = prog_.updates[i];
       Tensor& dst = params_.tensors[name];
       if (swap_[i])
@@ -142,7 +146,8 @@ class CpuExecutable : public Executable {
   RunFn run_ = nullptr;
   std::vector<Tensor> storage_;  // owned intermediate and scratch buffers, by buffer id
   std::vector<void*> ptrs_;
-  std::vector<bool> swap_;  // per update
+  std::vector<bool> swap_;      // per update
+  std::vector<bool> in_place_;  // per update: written into the param's storage by the run
 };
 
 }  // namespace

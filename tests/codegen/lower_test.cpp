@@ -63,15 +63,67 @@ TEST_CASE("linear and matmul become GEMMs with transposes as flags and a bias ep
 TEST_CASE("flatten and reshape are aliases of their operand's storage", "[codegen][lower]") {
   ir::Module m = test::pipeline_model("models/cifar_cnn.dnn");
   Program p = lower_graph(m, *m.graph("train_step"), 4);
-  int aliases = 0;
+  int views = 0, in_place = 0;
   for (const Buffer& b : p.buffers) {
     if (b.kind != BufferKind::alias) continue;
-    ++aliases;
     const Buffer& root = buf(p, b.alias_of);
     CHECK(root.kind != BufferKind::alias);
     CHECK(root.numel() == b.numel());
+    if (root.kind == BufferKind::param)
+      ++in_place;
+    else
+      ++views;
   }
-  CHECK(aliases == 2);  // %2 = flatten(%h), %dh = reshape(%d2)
+  CHECK(views == 2);     // %2 = flatten(%h), %dh = reshape(%d2)
+  CHECK(in_place == 9);  // 4 params, 4 momentum buffers and the step, updated in place
+}
+
+TEST_CASE("optimizer updates write their params in place", "[codegen][lower]") {
+  ir::Module m = test::pipeline_model("models/mnist_mlp_adam.dnn");
+  const ir::Graph& g = *m.graph("train_step");
+  Program p = lower_graph(m, g, 16);
+  REQUIRE(p.updates.size() == g.updates.size());
+  for (const auto& [name, b] : p.updates) {
+    INFO(name);
+    const Buffer& u = buf(p, b);
+    REQUIRE(u.kind == BufferKind::alias);
+    CHECK(buf(p, u.alias_of).kind == BufferKind::param);
+    CHECK(buf(p, u.alias_of).value_name == name);
+  }
+  // The in-place kernels take each param once, read and written.
+  for (const Kernel& k : p.kernels)
+    if (k.name.find("adam_update") != std::string::npos) {
+      int written = 0;
+      for (const KernelParam& kp : k.params) written += kp.written;
+      CHECK(written == 3);  // param, exp_avg, exp_avg_sq
+      CHECK(k.params.size() == 5);
+    }
+}
+
+TEST_CASE("map ops after a GEMM in one fuse group become its epilogue", "[codegen][lower]") {
+  ir::Module m = test::pipeline_model("models/mnist_mlp.dnn");
+  const ir::Graph& g = *m.graph("train_step");
+  Program p = lower_graph(m, g, 128);
+  int epilogues = 0;
+  for (const Step* s : gemms(p)) {
+    if (s->gemm.epilogue < 0) continue;
+    ++epilogues;
+    const Kernel& k = p.kernels.at(static_cast<size_t>(s->gemm.epilogue));
+    CHECK(k.index_params.size() == 2);
+    // C is the buffer of the epilogue's result (relu's h, relu_backward's d): no other buffer.
+    bool c_is_arg = false;
+    for (int a : s->args) c_is_arg |= a == s->gemm.c;
+    CHECK(c_is_arg);
+  }
+  CHECK(epilogues == 4);  // fc1, fc2 forward (relu); dh2, dh1 (relu_backward)
+  for (const Step& s : p.steps)
+    if (s.kind == Step::Kind::kernel)
+      CHECK(p.kernels[static_cast<size_t>(s.kernel)].name.find("relu") == std::string::npos);
+  // Not fused when disabled.
+  LowerOptions off;
+  off.gemm_epilogues = false;
+  Program q = lower_graph(m, g, 128, off);
+  for (const Step* s : gemms(q)) CHECK(s->gemm.epilogue < 0);
 }
 
 TEST_CASE("small convolutions use direct loops, larger ones im2col and batched GEMM", "[codegen][lower]") {

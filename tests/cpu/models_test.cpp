@@ -13,11 +13,12 @@ namespace {
 
 const std::vector<std::string> kModels = {"mnist_mlp", "mnist_mlp_adam", "lenet5", "cifar_cnn", "cifar_strided"};
 
-void check_model(const std::string& name, int64_t batch) {
+void check_model(const std::string& name, int64_t batch,
+                 const runtime::cpu::CpuOptions& options = test::cpu_test_options()) {
   ir::Module m = test::pipeline_model("models/" + name + ".dnn");
   runtime::reference::ParamStore ref = runtime::reference::init_params(m, 11);
   runtime::reference::ParamStore cpu = ref;
-  runtime::cpu::CpuBackend backend(test::cpu_test_options());
+  runtime::cpu::CpuBackend backend(options);
   auto train = backend.compile(m, "train_step", cpu, batch);
   auto infer = backend.compile(m, "infer", cpu, batch);
   std::mt19937 rng(5);
@@ -52,6 +53,18 @@ TEST_CASE("cpu equals reference: mnist_mlp_adam", "[cpu][models]") { check_model
 TEST_CASE("cpu equals reference: lenet5", "[cpu][models]") { check_model("lenet5", 6); }
 TEST_CASE("cpu equals reference: cifar_cnn", "[cpu][models]") { check_model("cifar_cnn", 4); }
 TEST_CASE("cpu equals reference: cifar_strided", "[cpu][models]") { check_model("cifar_strided", 6); }
+
+// Everything on two threads, odd batches: GEMM epilogues on row blocks of 1 and 2 rows (the
+// 1-row block takes the gemv path), in-place updates under threads.
+TEST_CASE("cpu equals reference with every GEMM and loop split over 2 threads, odd batch", "[cpu][models]") {
+  runtime::cpu::CpuOptions o = test::cpu_test_options();
+  o.threads = 2;
+  o.lower.gemm_parallel_flops = 1;
+  o.lower.parallel_min_work = 1;
+  check_model("mnist_mlp", 3, o);
+  check_model("mnist_mlp_adam", 5, o);
+  check_model("cifar_cnn", 3, o);
+}
 
 TEST_CASE("every model in models/ is compared with the reference", "[cpu][models]") {
   std::set<std::string> found;

@@ -160,10 +160,10 @@ static void g3_gemm(const float* __restrict__ a, const float* __restrict__ b, co
 
 extern "C" int dnnc_run(void** buffers) {
   const float* in_image = (const float*)buffers[0];  // input f32[4,3,32,32] image
-  const float* p_conv1_weight = (const float*)buffers[1];  // param f32[16,3,3,3] conv1.weight
-  const float* p_conv1_bias = (const float*)buffers[2];  // param f32[16] conv1.bias
-  const float* p_fc_weight = (const float*)buffers[3];  // param f32[10,3600] fc.weight
-  const float* p_fc_bias = (const float*)buffers[4];  // param f32[10] fc.bias
+  float* p_conv1_weight = (float*)buffers[1];  // param f32[16,3,3,3] conv1.weight
+  float* p_conv1_bias = (float*)buffers[2];  // param f32[16] conv1.bias
+  float* p_fc_weight = (float*)buffers[3];  // param f32[10,3600] fc.weight
+  float* p_fc_bias = (float*)buffers[4];  // param f32[10] fc.bias
   float* v_0 = (float*)buffers[5];  // intermediate f32[4,16,30,30] 0
   float* v_1 = (float*)buffers[6];  // intermediate f32[4,16,30,30] 1
   float* v_h = (float*)buffers[7];  // intermediate f32[4,16,15,15] h

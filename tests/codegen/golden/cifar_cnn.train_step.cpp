@@ -330,44 +330,44 @@ static void g15_gemm(const float* __restrict__ a, const float* __restrict__ b, f
 }
 
 // %step = add_scalar(@dnnc.step) {value=1.0}
-static int k16_add_scalar(const float* __restrict__ p_dnnc_step, float* __restrict__ v_step) {
+static int k16_add_scalar(float* __restrict__ p_dnnc_step) {
   float s_0 = p_dnnc_step[0];
-  v_step[0] = (s_0 + 0x1p+0f);
+  p_dnnc_step[0] = (s_0 + 0x1p+0f);
   return 0;
 }
 
 // %conv1.weight.new, %3 = sgd_update(@conv1.weight, %conv1.weight.grad, @conv1.weight.momentum_buffer, %step) {dampening=0.0, lr=0.001, momentum=0.9, nesterov=false, weight_decay=0.0}
-static int k17_sgd_update(const float* __restrict__ p_conv1_weight, const float* __restrict__ v_conv1_weight_grad, const float* __restrict__ p_conv1_weight_momentum_buffer, const float* __restrict__ v_step, float* __restrict__ v_conv1_weight_new, float* __restrict__ v_3) {
+static int k17_sgd_update(float* __restrict__ p_conv1_weight, const float* __restrict__ v_conv1_weight_grad, float* __restrict__ p_conv1_weight_momentum_buffer, const float* __restrict__ v_step) {
   float s_0 = v_step[0];
   if ((!(s_0 >= 0x1p+0f))) return 1;
   bool first = (s_0 == 0x1p+0f);
   for (i64 i = 0; i < 432; ++i) {
     float buf = (first ? v_conv1_weight_grad[i] : ((p_conv1_weight_momentum_buffer[i] * 0x1.ccccccp-1f) + v_conv1_weight_grad[i]));
     float t = (p_conv1_weight[i] + ((-0x1.0624dep-10f) * buf));
-    v_conv1_weight_new[i] = t;
+    p_conv1_weight[i] = t;
     float t1 = buf;
-    v_3[i] = t1;
+    p_conv1_weight_momentum_buffer[i] = t1;
   }
   return 0;
 }
 
 // %conv1.bias.new, %4 = sgd_update(@conv1.bias, %conv1.bias.grad, @conv1.bias.momentum_buffer, %step) {dampening=0.0, lr=0.001, momentum=0.9, nesterov=false, weight_decay=0.0}
-static int k18_sgd_update(const float* __restrict__ p_conv1_bias, const float* __restrict__ v_conv1_bias_grad, const float* __restrict__ p_conv1_bias_momentum_buffer, const float* __restrict__ v_step, float* __restrict__ v_conv1_bias_new, float* __restrict__ v_4) {
+static int k18_sgd_update(float* __restrict__ p_conv1_bias, const float* __restrict__ v_conv1_bias_grad, float* __restrict__ p_conv1_bias_momentum_buffer, const float* __restrict__ v_step) {
   float s_0 = v_step[0];
   if ((!(s_0 >= 0x1p+0f))) return 1;
   bool first = (s_0 == 0x1p+0f);
   for (i64 i = 0; i < 16; ++i) {
     float buf = (first ? v_conv1_bias_grad[i] : ((p_conv1_bias_momentum_buffer[i] * 0x1.ccccccp-1f) + v_conv1_bias_grad[i]));
     float t = (p_conv1_bias[i] + ((-0x1.0624dep-10f) * buf));
-    v_conv1_bias_new[i] = t;
+    p_conv1_bias[i] = t;
     float t1 = buf;
-    v_4[i] = t1;
+    p_conv1_bias_momentum_buffer[i] = t1;
   }
   return 0;
 }
 
 // %fc.weight.new, %5 = sgd_update(@fc.weight, %fc.weight.grad, @fc.weight.momentum_buffer, %step) {dampening=0.0, lr=0.001, momentum=0.9, nesterov=false, weight_decay=0.0}
-static int k19_sgd_update(const float* __restrict__ p_fc_weight, const float* __restrict__ v_fc_weight_grad, const float* __restrict__ p_fc_weight_momentum_buffer, const float* __restrict__ v_step, float* __restrict__ v_fc_weight_new, float* __restrict__ v_5) {
+static int k19_sgd_update(float* __restrict__ p_fc_weight, const float* __restrict__ v_fc_weight_grad, float* __restrict__ p_fc_weight_momentum_buffer, const float* __restrict__ v_step) {
   float s_0 = v_step[0];
   if ((!(s_0 >= 0x1p+0f))) return 1;
   bool first = (s_0 == 0x1p+0f);
@@ -375,24 +375,24 @@ static int k19_sgd_update(const float* __restrict__ p_fc_weight, const float* __
   for (i64 i = 0; i < 36000; ++i) {
     float buf = (first ? v_fc_weight_grad[i] : ((p_fc_weight_momentum_buffer[i] * 0x1.ccccccp-1f) + v_fc_weight_grad[i]));
     float t = (p_fc_weight[i] + ((-0x1.0624dep-10f) * buf));
-    v_fc_weight_new[i] = t;
+    p_fc_weight[i] = t;
     float t1 = buf;
-    v_5[i] = t1;
+    p_fc_weight_momentum_buffer[i] = t1;
   }
   return 0;
 }
 
 // %fc.bias.new, %6 = sgd_update(@fc.bias, %fc.bias.grad, @fc.bias.momentum_buffer, %step) {dampening=0.0, lr=0.001, momentum=0.9, nesterov=false, weight_decay=0.0}
-static int k20_sgd_update(const float* __restrict__ p_fc_bias, const float* __restrict__ v_fc_bias_grad, const float* __restrict__ p_fc_bias_momentum_buffer, const float* __restrict__ v_step, float* __restrict__ v_fc_bias_new, float* __restrict__ v_6) {
+static int k20_sgd_update(float* __restrict__ p_fc_bias, const float* __restrict__ v_fc_bias_grad, float* __restrict__ p_fc_bias_momentum_buffer, const float* __restrict__ v_step) {
   float s_0 = v_step[0];
   if ((!(s_0 >= 0x1p+0f))) return 1;
   bool first = (s_0 == 0x1p+0f);
   for (i64 i = 0; i < 10; ++i) {
     float buf = (first ? v_fc_bias_grad[i] : ((p_fc_bias_momentum_buffer[i] * 0x1.ccccccp-1f) + v_fc_bias_grad[i]));
     float t = (p_fc_bias[i] + ((-0x1.0624dep-10f) * buf));
-    v_fc_bias_new[i] = t;
+    p_fc_bias[i] = t;
     float t1 = buf;
-    v_6[i] = t1;
+    p_fc_bias_momentum_buffer[i] = t1;
   }
   return 0;
 }
@@ -400,15 +400,15 @@ static int k20_sgd_update(const float* __restrict__ p_fc_bias, const float* __re
 extern "C" int dnnc_run(void** buffers) {
   const float* in_image = (const float*)buffers[0];  // input f32[4,3,32,32] image
   const i64* in_label = (const i64*)buffers[1];  // input i64[4] label
-  const float* p_conv1_weight = (const float*)buffers[2];  // param f32[16,3,3,3] conv1.weight
-  const float* p_conv1_bias = (const float*)buffers[3];  // param f32[16] conv1.bias
-  const float* p_fc_weight = (const float*)buffers[4];  // param f32[10,3600] fc.weight
-  const float* p_fc_bias = (const float*)buffers[5];  // param f32[10] fc.bias
-  const float* p_dnnc_step = (const float*)buffers[6];  // param f32[] dnnc.step
-  const float* p_conv1_weight_momentum_buffer = (const float*)buffers[7];  // param f32[16,3,3,3] conv1.weight.momentum_buffer
-  const float* p_conv1_bias_momentum_buffer = (const float*)buffers[8];  // param f32[16] conv1.bias.momentum_buffer
-  const float* p_fc_weight_momentum_buffer = (const float*)buffers[9];  // param f32[10,3600] fc.weight.momentum_buffer
-  const float* p_fc_bias_momentum_buffer = (const float*)buffers[10];  // param f32[10] fc.bias.momentum_buffer
+  float* p_conv1_weight = (float*)buffers[2];  // param f32[16,3,3,3] conv1.weight
+  float* p_conv1_bias = (float*)buffers[3];  // param f32[16] conv1.bias
+  float* p_fc_weight = (float*)buffers[4];  // param f32[10,3600] fc.weight
+  float* p_fc_bias = (float*)buffers[5];  // param f32[10] fc.bias
+  float* p_dnnc_step = (float*)buffers[6];  // param f32[] dnnc.step
+  float* p_conv1_weight_momentum_buffer = (float*)buffers[7];  // param f32[16,3,3,3] conv1.weight.momentum_buffer
+  float* p_conv1_bias_momentum_buffer = (float*)buffers[8];  // param f32[16] conv1.bias.momentum_buffer
+  float* p_fc_weight_momentum_buffer = (float*)buffers[9];  // param f32[10,3600] fc.weight.momentum_buffer
+  float* p_fc_bias_momentum_buffer = (float*)buffers[10];  // param f32[10] fc.bias.momentum_buffer
   float* v_0 = (float*)buffers[11];  // intermediate f32[4,16,30,30] 0
   float* v_1 = (float*)buffers[12];  // intermediate f32[4,16,30,30] 1
   float* v_h = (float*)buffers[13];  // intermediate f32[4,16,15,15] h
@@ -427,15 +427,15 @@ extern "C" int dnnc_run(void** buffers) {
   float* s_dy_t = (float*)buffers[26];  // scratch f32[57600]
   float* v_conv1_weight_grad = (float*)buffers[27];  // intermediate f32[16,3,3,3] conv1.weight.grad
   float* v_fc_weight_grad = (float*)buffers[28];  // intermediate f32[10,3600] fc.weight.grad
-  float* v_step = (float*)buffers[29];  // intermediate f32[] step
-  float* v_conv1_weight_new = (float*)buffers[30];  // intermediate f32[16,3,3,3] conv1.weight.new
-  float* v_3 = (float*)buffers[31];  // intermediate f32[16,3,3,3] 3
-  float* v_conv1_bias_new = (float*)buffers[32];  // intermediate f32[16] conv1.bias.new
-  float* v_4 = (float*)buffers[33];  // intermediate f32[16] 4
-  float* v_fc_weight_new = (float*)buffers[34];  // intermediate f32[10,3600] fc.weight.new
-  float* v_5 = (float*)buffers[35];  // intermediate f32[10,3600] 5
-  float* v_fc_bias_new = (float*)buffers[36];  // intermediate f32[10] fc.bias.new
-  float* v_6 = (float*)buffers[37];  // intermediate f32[10] 6
+  float* v_step = p_dnnc_step;  // alias f32[] step
+  float* v_conv1_weight_new = p_conv1_weight;  // alias f32[16,3,3,3] conv1.weight.new
+  float* v_3 = p_conv1_weight_momentum_buffer;  // alias f32[16,3,3,3] 3
+  float* v_conv1_bias_new = p_conv1_bias;  // alias f32[16] conv1.bias.new
+  float* v_4 = p_conv1_bias_momentum_buffer;  // alias f32[16] 4
+  float* v_fc_weight_new = p_fc_weight;  // alias f32[10,3600] fc.weight.new
+  float* v_5 = p_fc_weight_momentum_buffer;  // alias f32[10,3600] 5
+  float* v_fc_bias_new = p_fc_bias;  // alias f32[10] fc.bias.new
+  float* v_6 = p_fc_bias_momentum_buffer;  // alias f32[10] 6
   k0_conv2d(in_image, p_conv1_weight, p_conv1_bias, v_0);
   k1_relu(v_0, v_1);
   k2_maxpool2d(v_1, v_h);
@@ -452,10 +452,10 @@ extern "C" int dnnc_run(void** buffers) {
   k13_dy_t(v_d0, s_dy_t);
   g14_gemm(s_dy_t, s_col, v_conv1_weight_grad);
   g15_gemm(v_dlogits, v_2, v_fc_weight_grad);
-  k16_add_scalar(p_dnnc_step, v_step);
-  if (int e = k17_sgd_update(p_conv1_weight, v_conv1_weight_grad, p_conv1_weight_momentum_buffer, v_step, v_conv1_weight_new, v_3)) return 2 + e;
-  if (int e = k18_sgd_update(p_conv1_bias, v_conv1_bias_grad, p_conv1_bias_momentum_buffer, v_step, v_conv1_bias_new, v_4)) return 3 + e;
-  if (int e = k19_sgd_update(p_fc_weight, v_fc_weight_grad, p_fc_weight_momentum_buffer, v_step, v_fc_weight_new, v_5)) return 4 + e;
-  if (int e = k20_sgd_update(p_fc_bias, v_fc_bias_grad, p_fc_bias_momentum_buffer, v_step, v_fc_bias_new, v_6)) return 5 + e;
+  k16_add_scalar(p_dnnc_step);
+  if (int e = k17_sgd_update(p_conv1_weight, v_conv1_weight_grad, p_conv1_weight_momentum_buffer, v_step)) return 2 + e;
+  if (int e = k18_sgd_update(p_conv1_bias, v_conv1_bias_grad, p_conv1_bias_momentum_buffer, v_step)) return 3 + e;
+  if (int e = k19_sgd_update(p_fc_weight, v_fc_weight_grad, p_fc_weight_momentum_buffer, v_step)) return 4 + e;
+  if (int e = k20_sgd_update(p_fc_bias, v_fc_bias_grad, p_fc_bias_momentum_buffer, v_step)) return 5 + e;
   return 0;
 }

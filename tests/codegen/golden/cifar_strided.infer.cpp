@@ -211,12 +211,12 @@ static void g6_gemm(const float* __restrict__ a, const float* __restrict__ b, co
 
 extern "C" int dnnc_run(void** buffers) {
   const float* in_image = (const float*)buffers[0];  // input f32[32,3,32,32] image
-  const float* p_conv1_weight = (const float*)buffers[1];  // param f32[16,3,3,3] conv1.weight
-  const float* p_conv1_bias = (const float*)buffers[2];  // param f32[16] conv1.bias
-  const float* p_conv2_weight = (const float*)buffers[3];  // param f32[32,16,3,3] conv2.weight
-  const float* p_conv2_bias = (const float*)buffers[4];  // param f32[32] conv2.bias
-  const float* p_fc_weight = (const float*)buffers[5];  // param f32[10,2048] fc.weight
-  const float* p_fc_bias = (const float*)buffers[6];  // param f32[10] fc.bias
+  float* p_conv1_weight = (float*)buffers[1];  // param f32[16,3,3,3] conv1.weight
+  float* p_conv1_bias = (float*)buffers[2];  // param f32[16] conv1.bias
+  float* p_conv2_weight = (float*)buffers[3];  // param f32[32,16,3,3] conv2.weight
+  float* p_conv2_bias = (float*)buffers[4];  // param f32[32] conv2.bias
+  float* p_fc_weight = (float*)buffers[5];  // param f32[10,2048] fc.weight
+  float* p_fc_bias = (float*)buffers[6];  // param f32[10] fc.bias
   float* v_0 = (float*)buffers[7];  // intermediate f32[32,16,32,32] 0
   float* v_h1 = (float*)buffers[8];  // intermediate f32[32,16,32,32] h1
   float* s_col = (float*)buffers[9];  // scratch f32[1179648]

@@ -491,98 +491,98 @@ static void g25_gemm(const float* __restrict__ a, const float* __restrict__ b, f
 }
 
 // %step = add_scalar(@dnnc.step) {value=1.0}
-static int k26_add_scalar(const float* __restrict__ p_dnnc_step, float* __restrict__ v_step) {
+static int k26_add_scalar(float* __restrict__ p_dnnc_step) {
   float s_0 = p_dnnc_step[0];
-  v_step[0] = (s_0 + 0x1p+0f);
+  p_dnnc_step[0] = (s_0 + 0x1p+0f);
   return 0;
 }
 
 // %conv1.weight.new, %4 = sgd_update(@conv1.weight, %conv1.weight.grad, @conv1.weight.momentum_buffer, %step) {dampening=0.0, lr=0.01, momentum=0.9, nesterov=false, weight_decay=0.0}
-static int k27_sgd_update(const float* __restrict__ p_conv1_weight, const float* __restrict__ v_conv1_weight_grad, const float* __restrict__ p_conv1_weight_momentum_buffer, const float* __restrict__ v_step, float* __restrict__ v_conv1_weight_new, float* __restrict__ v_4) {
+static int k27_sgd_update(float* __restrict__ p_conv1_weight, const float* __restrict__ v_conv1_weight_grad, float* __restrict__ p_conv1_weight_momentum_buffer, const float* __restrict__ v_step) {
   float s_0 = v_step[0];
   if ((!(s_0 >= 0x1p+0f))) return 1;
   bool first = (s_0 == 0x1p+0f);
   for (i64 i = 0; i < 432; ++i) {
     float buf = (first ? v_conv1_weight_grad[i] : ((p_conv1_weight_momentum_buffer[i] * 0x1.ccccccp-1f) + v_conv1_weight_grad[i]));
     float t = (p_conv1_weight[i] + ((-0x1.47ae14p-7f) * buf));
-    v_conv1_weight_new[i] = t;
+    p_conv1_weight[i] = t;
     float t1 = buf;
-    v_4[i] = t1;
+    p_conv1_weight_momentum_buffer[i] = t1;
   }
   return 0;
 }
 
 // %conv1.bias.new, %5 = sgd_update(@conv1.bias, %conv1.bias.grad, @conv1.bias.momentum_buffer, %step) {dampening=0.0, lr=0.01, momentum=0.9, nesterov=false, weight_decay=0.0}
-static int k28_sgd_update(const float* __restrict__ p_conv1_bias, const float* __restrict__ v_conv1_bias_grad, const float* __restrict__ p_conv1_bias_momentum_buffer, const float* __restrict__ v_step, float* __restrict__ v_conv1_bias_new, float* __restrict__ v_5) {
+static int k28_sgd_update(float* __restrict__ p_conv1_bias, const float* __restrict__ v_conv1_bias_grad, float* __restrict__ p_conv1_bias_momentum_buffer, const float* __restrict__ v_step) {
   float s_0 = v_step[0];
   if ((!(s_0 >= 0x1p+0f))) return 1;
   bool first = (s_0 == 0x1p+0f);
   for (i64 i = 0; i < 16; ++i) {
     float buf = (first ? v_conv1_bias_grad[i] : ((p_conv1_bias_momentum_buffer[i] * 0x1.ccccccp-1f) + v_conv1_bias_grad[i]));
     float t = (p_conv1_bias[i] + ((-0x1.47ae14p-7f) * buf));
-    v_conv1_bias_new[i] = t;
+    p_conv1_bias[i] = t;
     float t1 = buf;
-    v_5[i] = t1;
+    p_conv1_bias_momentum_buffer[i] = t1;
   }
   return 0;
 }
 
 // %conv2.weight.new, %6 = sgd_update(@conv2.weight, %conv2.weight.grad, @conv2.weight.momentum_buffer, %step) {dampening=0.0, lr=0.01, momentum=0.9, nesterov=false, weight_decay=0.0}
-static int k29_sgd_update(const float* __restrict__ p_conv2_weight, const float* __restrict__ v_conv2_weight_grad, const float* __restrict__ p_conv2_weight_momentum_buffer, const float* __restrict__ v_step, float* __restrict__ v_conv2_weight_new, float* __restrict__ v_6) {
+static int k29_sgd_update(float* __restrict__ p_conv2_weight, const float* __restrict__ v_conv2_weight_grad, float* __restrict__ p_conv2_weight_momentum_buffer, const float* __restrict__ v_step) {
   float s_0 = v_step[0];
   if ((!(s_0 >= 0x1p+0f))) return 1;
   bool first = (s_0 == 0x1p+0f);
   for (i64 i = 0; i < 4608; ++i) {
     float buf = (first ? v_conv2_weight_grad[i] : ((p_conv2_weight_momentum_buffer[i] * 0x1.ccccccp-1f) + v_conv2_weight_grad[i]));
     float t = (p_conv2_weight[i] + ((-0x1.47ae14p-7f) * buf));
-    v_conv2_weight_new[i] = t;
+    p_conv2_weight[i] = t;
     float t1 = buf;
-    v_6[i] = t1;
+    p_conv2_weight_momentum_buffer[i] = t1;
   }
   return 0;
 }
 
 // %conv2.bias.new, %7 = sgd_update(@conv2.bias, %conv2.bias.grad, @conv2.bias.momentum_buffer, %step) {dampening=0.0, lr=0.01, momentum=0.9, nesterov=false, weight_decay=0.0}
-static int k30_sgd_update(const float* __restrict__ p_conv2_bias, const float* __restrict__ v_conv2_bias_grad, const float* __restrict__ p_conv2_bias_momentum_buffer, const float* __restrict__ v_step, float* __restrict__ v_conv2_bias_new, float* __restrict__ v_7) {
+static int k30_sgd_update(float* __restrict__ p_conv2_bias, const float* __restrict__ v_conv2_bias_grad, float* __restrict__ p_conv2_bias_momentum_buffer, const float* __restrict__ v_step) {
   float s_0 = v_step[0];
   if ((!(s_0 >= 0x1p+0f))) return 1;
   bool first = (s_0 == 0x1p+0f);
   for (i64 i = 0; i < 32; ++i) {
     float buf = (first ? v_conv2_bias_grad[i] : ((p_conv2_bias_momentum_buffer[i] * 0x1.ccccccp-1f) + v_conv2_bias_grad[i]));
     float t = (p_conv2_bias[i] + ((-0x1.47ae14p-7f) * buf));
-    v_conv2_bias_new[i] = t;
+    p_conv2_bias[i] = t;
     float t1 = buf;
-    v_7[i] = t1;
+    p_conv2_bias_momentum_buffer[i] = t1;
   }
   return 0;
 }
 
 // %fc.weight.new, %8 = sgd_update(@fc.weight, %fc.weight.grad, @fc.weight.momentum_buffer, %step) {dampening=0.0, lr=0.01, momentum=0.9, nesterov=false, weight_decay=0.0}
-static int k31_sgd_update(const float* __restrict__ p_fc_weight, const float* __restrict__ v_fc_weight_grad, const float* __restrict__ p_fc_weight_momentum_buffer, const float* __restrict__ v_step, float* __restrict__ v_fc_weight_new, float* __restrict__ v_8) {
+static int k31_sgd_update(float* __restrict__ p_fc_weight, const float* __restrict__ v_fc_weight_grad, float* __restrict__ p_fc_weight_momentum_buffer, const float* __restrict__ v_step) {
   float s_0 = v_step[0];
   if ((!(s_0 >= 0x1p+0f))) return 1;
   bool first = (s_0 == 0x1p+0f);
   for (i64 i = 0; i < 20480; ++i) {
     float buf = (first ? v_fc_weight_grad[i] : ((p_fc_weight_momentum_buffer[i] * 0x1.ccccccp-1f) + v_fc_weight_grad[i]));
     float t = (p_fc_weight[i] + ((-0x1.47ae14p-7f) * buf));
-    v_fc_weight_new[i] = t;
+    p_fc_weight[i] = t;
     float t1 = buf;
-    v_8[i] = t1;
+    p_fc_weight_momentum_buffer[i] = t1;
   }
   return 0;
 }
 
 // %fc.bias.new, %9 = sgd_update(@fc.bias, %fc.bias.grad, @fc.bias.momentum_buffer, %step) {dampening=0.0, lr=0.01, momentum=0.9, nesterov=false, weight_decay=0.0}
-static int k32_sgd_update(const float* __restrict__ p_fc_bias, const float* __restrict__ v_fc_bias_grad, const float* __restrict__ p_fc_bias_momentum_buffer, const float* __restrict__ v_step, float* __restrict__ v_fc_bias_new, float* __restrict__ v_9) {
+static int k32_sgd_update(float* __restrict__ p_fc_bias, const float* __restrict__ v_fc_bias_grad, float* __restrict__ p_fc_bias_momentum_buffer, const float* __restrict__ v_step) {
   float s_0 = v_step[0];
   if ((!(s_0 >= 0x1p+0f))) return 1;
   bool first = (s_0 == 0x1p+0f);
   for (i64 i = 0; i < 10; ++i) {
     float buf = (first ? v_fc_bias_grad[i] : ((p_fc_bias_momentum_buffer[i] * 0x1.ccccccp-1f) + v_fc_bias_grad[i]));
     float t = (p_fc_bias[i] + ((-0x1.47ae14p-7f) * buf));
-    v_fc_bias_new[i] = t;
+    p_fc_bias[i] = t;
     float t1 = buf;
-    v_9[i] = t1;
+    p_fc_bias_momentum_buffer[i] = t1;
   }
   return 0;
 }
@@ -590,19 +590,19 @@ static int k32_sgd_update(const float* __restrict__ p_fc_bias, const float* __re
 extern "C" int dnnc_run(void** buffers) {
   const float* in_image = (const float*)buffers[0];  // input f32[32,3,32,32] image
   const i64* in_label = (const i64*)buffers[1];  // input i64[32] label
-  const float* p_conv1_weight = (const float*)buffers[2];  // param f32[16,3,3,3] conv1.weight
-  const float* p_conv1_bias = (const float*)buffers[3];  // param f32[16] conv1.bias
-  const float* p_conv2_weight = (const float*)buffers[4];  // param f32[32,16,3,3] conv2.weight
-  const float* p_conv2_bias = (const float*)buffers[5];  // param f32[32] conv2.bias
-  const float* p_fc_weight = (const float*)buffers[6];  // param f32[10,2048] fc.weight
-  const float* p_fc_bias = (const float*)buffers[7];  // param f32[10] fc.bias
-  const float* p_dnnc_step = (const float*)buffers[8];  // param f32[] dnnc.step
-  const float* p_conv1_weight_momentum_buffer = (const float*)buffers[9];  // param f32[16,3,3,3] conv1.weight.momentum_buffer
-  const float* p_conv1_bias_momentum_buffer = (const float*)buffers[10];  // param f32[16] conv1.bias.momentum_buffer
-  const float* p_conv2_weight_momentum_buffer = (const float*)buffers[11];  // param f32[32,16,3,3] conv2.weight.momentum_buffer
-  const float* p_conv2_bias_momentum_buffer = (const float*)buffers[12];  // param f32[32] conv2.bias.momentum_buffer
-  const float* p_fc_weight_momentum_buffer = (const float*)buffers[13];  // param f32[10,2048] fc.weight.momentum_buffer
-  const float* p_fc_bias_momentum_buffer = (const float*)buffers[14];  // param f32[10] fc.bias.momentum_buffer
+  float* p_conv1_weight = (float*)buffers[2];  // param f32[16,3,3,3] conv1.weight
+  float* p_conv1_bias = (float*)buffers[3];  // param f32[16] conv1.bias
+  float* p_conv2_weight = (float*)buffers[4];  // param f32[32,16,3,3] conv2.weight
+  float* p_conv2_bias = (float*)buffers[5];  // param f32[32] conv2.bias
+  float* p_fc_weight = (float*)buffers[6];  // param f32[10,2048] fc.weight
+  float* p_fc_bias = (float*)buffers[7];  // param f32[10] fc.bias
+  float* p_dnnc_step = (float*)buffers[8];  // param f32[] dnnc.step
+  float* p_conv1_weight_momentum_buffer = (float*)buffers[9];  // param f32[16,3,3,3] conv1.weight.momentum_buffer
+  float* p_conv1_bias_momentum_buffer = (float*)buffers[10];  // param f32[16] conv1.bias.momentum_buffer
+  float* p_conv2_weight_momentum_buffer = (float*)buffers[11];  // param f32[32,16,3,3] conv2.weight.momentum_buffer
+  float* p_conv2_bias_momentum_buffer = (float*)buffers[12];  // param f32[32] conv2.bias.momentum_buffer
+  float* p_fc_weight_momentum_buffer = (float*)buffers[13];  // param f32[10,2048] fc.weight.momentum_buffer
+  float* p_fc_bias_momentum_buffer = (float*)buffers[14];  // param f32[10] fc.bias.momentum_buffer
   float* v_0 = (float*)buffers[15];  // intermediate f32[32,16,32,32] 0
   float* v_h1 = (float*)buffers[16];  // intermediate f32[32,16,32,32] h1
   float* s_col = (float*)buffers[17];  // scratch f32[1179648]
@@ -631,19 +631,19 @@ extern "C" int dnnc_run(void** buffers) {
   float* s_col_2 = (float*)buffers[40];  // scratch f32[884736]
   float* s_dy_t_1 = (float*)buffers[41];  // scratch f32[524288]
   float* v_conv1_weight_grad = (float*)buffers[42];  // intermediate f32[16,3,3,3] conv1.weight.grad
-  float* v_step = (float*)buffers[43];  // intermediate f32[] step
-  float* v_conv1_weight_new = (float*)buffers[44];  // intermediate f32[16,3,3,3] conv1.weight.new
-  float* v_4 = (float*)buffers[45];  // intermediate f32[16,3,3,3] 4
-  float* v_conv1_bias_new = (float*)buffers[46];  // intermediate f32[16] conv1.bias.new
-  float* v_5 = (float*)buffers[47];  // intermediate f32[16] 5
-  float* v_conv2_weight_new = (float*)buffers[48];  // intermediate f32[32,16,3,3] conv2.weight.new
-  float* v_6 = (float*)buffers[49];  // intermediate f32[32,16,3,3] 6
-  float* v_conv2_bias_new = (float*)buffers[50];  // intermediate f32[32] conv2.bias.new
-  float* v_7 = (float*)buffers[51];  // intermediate f32[32] 7
-  float* v_fc_weight_new = (float*)buffers[52];  // intermediate f32[10,2048] fc.weight.new
-  float* v_8 = (float*)buffers[53];  // intermediate f32[10,2048] 8
-  float* v_fc_bias_new = (float*)buffers[54];  // intermediate f32[10] fc.bias.new
-  float* v_9 = (float*)buffers[55];  // intermediate f32[10] 9
+  float* v_step = p_dnnc_step;  // alias f32[] step
+  float* v_conv1_weight_new = p_conv1_weight;  // alias f32[16,3,3,3] conv1.weight.new
+  float* v_4 = p_conv1_weight_momentum_buffer;  // alias f32[16,3,3,3] 4
+  float* v_conv1_bias_new = p_conv1_bias;  // alias f32[16] conv1.bias.new
+  float* v_5 = p_conv1_bias_momentum_buffer;  // alias f32[16] 5
+  float* v_conv2_weight_new = p_conv2_weight;  // alias f32[32,16,3,3] conv2.weight.new
+  float* v_6 = p_conv2_weight_momentum_buffer;  // alias f32[32,16,3,3] 6
+  float* v_conv2_bias_new = p_conv2_bias;  // alias f32[32] conv2.bias.new
+  float* v_7 = p_conv2_bias_momentum_buffer;  // alias f32[32] 7
+  float* v_fc_weight_new = p_fc_weight;  // alias f32[10,2048] fc.weight.new
+  float* v_8 = p_fc_weight_momentum_buffer;  // alias f32[10,2048] 8
+  float* v_fc_bias_new = p_fc_bias;  // alias f32[10] fc.bias.new
+  float* v_9 = p_fc_bias_momentum_buffer;  // alias f32[10] 9
   k0_conv2d(in_image, p_conv1_weight, p_conv1_bias, v_0);
   k1_relu(v_0, v_h1);
   k2_im2col(v_h1, s_col);
@@ -670,12 +670,12 @@ extern "C" int dnnc_run(void** buffers) {
   k23_im2col(in_image, s_col_2);
   k24_dy_t(v_d0, s_dy_t_1);
   g25_gemm(s_dy_t_1, s_col_2, v_conv1_weight_grad);
-  k26_add_scalar(p_dnnc_step, v_step);
-  if (int e = k27_sgd_update(p_conv1_weight, v_conv1_weight_grad, p_conv1_weight_momentum_buffer, v_step, v_conv1_weight_new, v_4)) return 2 + e;
-  if (int e = k28_sgd_update(p_conv1_bias, v_conv1_bias_grad, p_conv1_bias_momentum_buffer, v_step, v_conv1_bias_new, v_5)) return 3 + e;
-  if (int e = k29_sgd_update(p_conv2_weight, v_conv2_weight_grad, p_conv2_weight_momentum_buffer, v_step, v_conv2_weight_new, v_6)) return 4 + e;
-  if (int e = k30_sgd_update(p_conv2_bias, v_conv2_bias_grad, p_conv2_bias_momentum_buffer, v_step, v_conv2_bias_new, v_7)) return 5 + e;
-  if (int e = k31_sgd_update(p_fc_weight, v_fc_weight_grad, p_fc_weight_momentum_buffer, v_step, v_fc_weight_new, v_8)) return 6 + e;
-  if (int e = k32_sgd_update(p_fc_bias, v_fc_bias_grad, p_fc_bias_momentum_buffer, v_step, v_fc_bias_new, v_9)) return 7 + e;
+  k26_add_scalar(p_dnnc_step);
+  if (int e = k27_sgd_update(p_conv1_weight, v_conv1_weight_grad, p_conv1_weight_momentum_buffer, v_step)) return 2 + e;
+  if (int e = k28_sgd_update(p_conv1_bias, v_conv1_bias_grad, p_conv1_bias_momentum_buffer, v_step)) return 3 + e;
+  if (int e = k29_sgd_update(p_conv2_weight, v_conv2_weight_grad, p_conv2_weight_momentum_buffer, v_step)) return 4 + e;
+  if (int e = k30_sgd_update(p_conv2_bias, v_conv2_bias_grad, p_conv2_bias_momentum_buffer, v_step)) return 5 + e;
+  if (int e = k31_sgd_update(p_fc_weight, v_fc_weight_grad, p_fc_weight_momentum_buffer, v_step)) return 6 + e;
+  if (int e = k32_sgd_update(p_fc_bias, v_fc_bias_grad, p_fc_bias_momentum_buffer, v_step)) return 7 + e;
   return 0;
 }

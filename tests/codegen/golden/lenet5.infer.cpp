@@ -220,45 +220,54 @@ static int k6_maxpool2d(const float* __restrict__ v_3, float* __restrict__ v_h2)
   return 0;
 }
 
+// epilogue of g7_gemm: elements [begin, end) of C
+static int g7_epilogue(i64 begin, i64 end, float* __restrict__ v_h3) {
+  for (i64 i = begin; i < end; ++i) {
+    float c = v_h3[i];
+    v_h3[i] = ((c > 0x0p+0f) ? c : 0x0p+0f);
+  }
+  return 0;
+}
 // %5 = linear(%4, @fc1.weight, @fc1.bias)
-// C[64,120] = A · Bᵀ + bias per column
-static void g7_gemm(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias, float* __restrict__ c) {
-  for (i64 r = 0; r < 64; ++r) {
-    float* row = c + r / 64 * 0 + r % 64 * 120;
-    for (i64 j = 0; j < 120; ++j) row[j] = bias[j];
-  }
-  dnnc_sgemm_split(false, true, 64, 120, 400, 0x1p+0f, a, 400, b, 400, 0x1p+0f, c, 120);
-}
-
 // %h3 = relu(%5)
-static int k8_relu(const float* __restrict__ v_5, float* __restrict__ v_h3) {
-  for (i64 i = 0; i < 7680; ++i) {
-    v_h3[i] = ((v_5[i] > 0x0p+0f) ? v_5[i] : 0x0p+0f);
+// C[64,120] = A · Bᵀ + bias per column, then g7_epilogue on each thread's rows
+static void g7_gemm(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias, float* __restrict__ c) {
+  const int t = dnnc_threads;
+#pragma omp parallel for num_threads(t) schedule(static)
+  for (int i = 0; i < t; ++i) {
+    const i64 r0 = 64 * i / t, r1 = 64 * (i + 1) / t;
+    for (i64 r = r0; r < r1; ++r)
+      for (i64 j = 0; j < 120; ++j) c[r * 120 + j] = bias[j];
+    dnnc_sgemm(false, true, r1 - r0, 120, 400, 0x1p+0f, a + r0 * 400, 400, b, 400, 0x1p+0f, c + r0 * 120, 120);
+    g7_epilogue(r0 * 120, r1 * 120, c);
+  }
+}
+
+// epilogue of g8_gemm: elements [begin, end) of C
+static int g8_epilogue(i64 begin, i64 end, float* __restrict__ v_h4) {
+  for (i64 i = begin; i < end; ++i) {
+    float c = v_h4[i];
+    v_h4[i] = ((c > 0x0p+0f) ? c : 0x0p+0f);
   }
   return 0;
 }
-
 // %6 = linear(%h3, @fc2.weight, @fc2.bias)
-// C[64,84] = A · Bᵀ + bias per column
-static void g9_gemm(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias, float* __restrict__ c) {
-  for (i64 r = 0; r < 64; ++r) {
-    float* row = c + r / 64 * 0 + r % 64 * 84;
-    for (i64 j = 0; j < 84; ++j) row[j] = bias[j];
-  }
-  dnnc_sgemm(false, true, 64, 84, 120, 0x1p+0f, a, 120, b, 120, 0x1p+0f, c, 84);
-}
-
 // %h4 = relu(%6)
-static int k10_relu(const float* __restrict__ v_6, float* __restrict__ v_h4) {
-  for (i64 i = 0; i < 5376; ++i) {
-    v_h4[i] = ((v_6[i] > 0x0p+0f) ? v_6[i] : 0x0p+0f);
+// C[64,84] = A · Bᵀ + bias per column, then g8_epilogue on each thread's rows
+static void g8_gemm(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias, float* __restrict__ c) {
+  const int t = 1;
+  for (int i = 0; i < t; ++i) {
+    const i64 r0 = 64 * i / t, r1 = 64 * (i + 1) / t;
+    for (i64 r = r0; r < r1; ++r)
+      for (i64 j = 0; j < 84; ++j) c[r * 84 + j] = bias[j];
+    dnnc_sgemm(false, true, r1 - r0, 84, 120, 0x1p+0f, a + r0 * 120, 120, b, 120, 0x1p+0f, c + r0 * 84, 84);
+    g8_epilogue(r0 * 84, r1 * 84, c);
   }
-  return 0;
 }
 
 // %logits = linear(%h4, @fc3.weight, @fc3.bias)
 // C[64,10] = A · Bᵀ + bias per column
-static void g11_gemm(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias, float* __restrict__ c) {
+static void g9_gemm(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias, float* __restrict__ c) {
   for (i64 r = 0; r < 64; ++r) {
     float* row = c + r / 64 * 0 + r % 64 * 10;
     for (i64 j = 0; j < 10; ++j) row[j] = bias[j];
@@ -268,16 +277,16 @@ static void g11_gemm(const float* __restrict__ a, const float* __restrict__ b, c
 
 extern "C" int dnnc_run(void** buffers) {
   const float* in_image = (const float*)buffers[0];  // input f32[64,1,28,28] image
-  const float* p_conv1_weight = (const float*)buffers[1];  // param f32[6,1,5,5] conv1.weight
-  const float* p_conv1_bias = (const float*)buffers[2];  // param f32[6] conv1.bias
-  const float* p_conv2_weight = (const float*)buffers[3];  // param f32[16,6,5,5] conv2.weight
-  const float* p_conv2_bias = (const float*)buffers[4];  // param f32[16] conv2.bias
-  const float* p_fc1_weight = (const float*)buffers[5];  // param f32[120,400] fc1.weight
-  const float* p_fc1_bias = (const float*)buffers[6];  // param f32[120] fc1.bias
-  const float* p_fc2_weight = (const float*)buffers[7];  // param f32[84,120] fc2.weight
-  const float* p_fc2_bias = (const float*)buffers[8];  // param f32[84] fc2.bias
-  const float* p_fc3_weight = (const float*)buffers[9];  // param f32[10,84] fc3.weight
-  const float* p_fc3_bias = (const float*)buffers[10];  // param f32[10] fc3.bias
+  float* p_conv1_weight = (float*)buffers[1];  // param f32[6,1,5,5] conv1.weight
+  float* p_conv1_bias = (float*)buffers[2];  // param f32[6] conv1.bias
+  float* p_conv2_weight = (float*)buffers[3];  // param f32[16,6,5,5] conv2.weight
+  float* p_conv2_bias = (float*)buffers[4];  // param f32[16] conv2.bias
+  float* p_fc1_weight = (float*)buffers[5];  // param f32[120,400] fc1.weight
+  float* p_fc1_bias = (float*)buffers[6];  // param f32[120] fc1.bias
+  float* p_fc2_weight = (float*)buffers[7];  // param f32[84,120] fc2.weight
+  float* p_fc2_bias = (float*)buffers[8];  // param f32[84] fc2.bias
+  float* p_fc3_weight = (float*)buffers[9];  // param f32[10,84] fc3.weight
+  float* p_fc3_bias = (float*)buffers[10];  // param f32[10] fc3.bias
   float* v_0 = (float*)buffers[11];  // intermediate f32[64,6,28,28] 0
   float* v_1 = (float*)buffers[12];  // intermediate f32[64,6,28,28] 1
   float* v_h1 = (float*)buffers[13];  // intermediate f32[64,6,14,14] h1
@@ -286,11 +295,9 @@ extern "C" int dnnc_run(void** buffers) {
   float* v_3 = (float*)buffers[16];  // intermediate f32[64,16,10,10] 3
   float* v_h2 = (float*)buffers[17];  // intermediate f32[64,16,5,5] h2
   float* v_4 = v_h2;  // alias f32[64,400] 4
-  float* v_5 = (float*)buffers[19];  // intermediate f32[64,120] 5
-  float* v_h3 = (float*)buffers[20];  // intermediate f32[64,120] h3
-  float* v_6 = (float*)buffers[21];  // intermediate f32[64,84] 6
-  float* v_h4 = (float*)buffers[22];  // intermediate f32[64,84] h4
-  float* v_logits = (float*)buffers[23];  // intermediate f32[64,10] logits
+  float* v_h3 = (float*)buffers[19];  // intermediate f32[64,120] h3
+  float* v_h4 = (float*)buffers[20];  // intermediate f32[64,84] h4
+  float* v_logits = (float*)buffers[21];  // intermediate f32[64,10] logits
   k0_conv2d(in_image, p_conv1_weight, p_conv1_bias, v_0);
   k1_relu(v_0, v_1);
   k2_maxpool2d(v_1, v_h1);
@@ -298,10 +305,8 @@ extern "C" int dnnc_run(void** buffers) {
   g4_gemm(p_conv2_weight, s_col, p_conv2_bias, v_2);
   k5_relu(v_2, v_3);
   k6_maxpool2d(v_3, v_h2);
-  g7_gemm(v_4, p_fc1_weight, p_fc1_bias, v_5);
-  k8_relu(v_5, v_h3);
-  g9_gemm(v_h3, p_fc2_weight, p_fc2_bias, v_6);
-  k10_relu(v_6, v_h4);
-  g11_gemm(v_h4, p_fc3_weight, p_fc3_bias, v_logits);
+  g7_gemm(v_4, p_fc1_weight, p_fc1_bias, v_h3);
+  g8_gemm(v_h3, p_fc2_weight, p_fc2_bias, v_h4);
+  g9_gemm(v_h4, p_fc3_weight, p_fc3_bias, v_logits);
   return 0;
 }

@@ -220,45 +220,54 @@ static int k6_maxpool2d(const float* __restrict__ v_3, float* __restrict__ v_h2)
   return 0;
 }
 
+// epilogue of g7_gemm: elements [begin, end) of C
+static int g7_epilogue(i64 begin, i64 end, float* __restrict__ v_h3) {
+  for (i64 i = begin; i < end; ++i) {
+    float c = v_h3[i];
+    v_h3[i] = ((c > 0x0p+0f) ? c : 0x0p+0f);
+  }
+  return 0;
+}
 // %5 = linear(%4, @fc1.weight, @fc1.bias)
-// C[64,120] = A · Bᵀ + bias per column
-static void g7_gemm(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias, float* __restrict__ c) {
-  for (i64 r = 0; r < 64; ++r) {
-    float* row = c + r / 64 * 0 + r % 64 * 120;
-    for (i64 j = 0; j < 120; ++j) row[j] = bias[j];
-  }
-  dnnc_sgemm_split(false, true, 64, 120, 400, 0x1p+0f, a, 400, b, 400, 0x1p+0f, c, 120);
-}
-
 // %h3 = relu(%5)
-static int k8_relu(const float* __restrict__ v_5, float* __restrict__ v_h3) {
-  for (i64 i = 0; i < 7680; ++i) {
-    v_h3[i] = ((v_5[i] > 0x0p+0f) ? v_5[i] : 0x0p+0f);
+// C[64,120] = A · Bᵀ + bias per column, then g7_epilogue on each thread's rows
+static void g7_gemm(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias, float* __restrict__ c) {
+  const int t = dnnc_threads;
+#pragma omp parallel for num_threads(t) schedule(static)
+  for (int i = 0; i < t; ++i) {
+    const i64 r0 = 64 * i / t, r1 = 64 * (i + 1) / t;
+    for (i64 r = r0; r < r1; ++r)
+      for (i64 j = 0; j < 120; ++j) c[r * 120 + j] = bias[j];
+    dnnc_sgemm(false, true, r1 - r0, 120, 400, 0x1p+0f, a + r0 * 400, 400, b, 400, 0x1p+0f, c + r0 * 120, 120);
+    g7_epilogue(r0 * 120, r1 * 120, c);
+  }
+}
+
+// epilogue of g8_gemm: elements [begin, end) of C
+static int g8_epilogue(i64 begin, i64 end, float* __restrict__ v_h4) {
+  for (i64 i = begin; i < end; ++i) {
+    float c = v_h4[i];
+    v_h4[i] = ((c > 0x0p+0f) ? c : 0x0p+0f);
   }
   return 0;
 }
-
 // %6 = linear(%h3, @fc2.weight, @fc2.bias)
-// C[64,84] = A · Bᵀ + bias per column
-static void g9_gemm(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias, float* __restrict__ c) {
-  for (i64 r = 0; r < 64; ++r) {
-    float* row = c + r / 64 * 0 + r % 64 * 84;
-    for (i64 j = 0; j < 84; ++j) row[j] = bias[j];
-  }
-  dnnc_sgemm(false, true, 64, 84, 120, 0x1p+0f, a, 120, b, 120, 0x1p+0f, c, 84);
-}
-
 // %h4 = relu(%6)
-static int k10_relu(const float* __restrict__ v_6, float* __restrict__ v_h4) {
-  for (i64 i = 0; i < 5376; ++i) {
-    v_h4[i] = ((v_6[i] > 0x0p+0f) ? v_6[i] : 0x0p+0f);
+// C[64,84] = A · Bᵀ + bias per column, then g8_epilogue on each thread's rows
+static void g8_gemm(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias, float* __restrict__ c) {
+  const int t = 1;
+  for (int i = 0; i < t; ++i) {
+    const i64 r0 = 64 * i / t, r1 = 64 * (i + 1) / t;
+    for (i64 r = r0; r < r1; ++r)
+      for (i64 j = 0; j < 84; ++j) c[r * 84 + j] = bias[j];
+    dnnc_sgemm(false, true, r1 - r0, 84, 120, 0x1p+0f, a + r0 * 120, 120, b, 120, 0x1p+0f, c + r0 * 84, 84);
+    g8_epilogue(r0 * 84, r1 * 84, c);
   }
-  return 0;
 }
 
 // %logits = linear(%h4, @fc3.weight, @fc3.bias)
 // C[64,10] = A · Bᵀ + bias per column
-static void g11_gemm(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias, float* __restrict__ c) {
+static void g9_gemm(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias, float* __restrict__ c) {
   for (i64 r = 0; r < 64; ++r) {
     float* row = c + r / 64 * 0 + r % 64 * 10;
     for (i64 j = 0; j < 10; ++j) row[j] = bias[j];
@@ -267,7 +276,7 @@ static void g11_gemm(const float* __restrict__ a, const float* __restrict__ b, c
 }
 
 // %loss = cross_entropy(%logits, %label)
-static int k12_cross_entropy(const float* __restrict__ v_logits, const i64* __restrict__ in_label, float* __restrict__ v_loss) {
+static int k10_cross_entropy(const float* __restrict__ v_logits, const i64* __restrict__ in_label, float* __restrict__ v_loss) {
   for (i64 b = 0; b < 64; ++b) {
     if (((in_label[b] < 0) || (in_label[b] >= 10))) return 1;
   }
@@ -288,13 +297,13 @@ static int k12_cross_entropy(const float* __restrict__ v_logits, const i64* __re
 }
 
 // %dloss = fill() {shape=[], value=1.0}
-static int k13_fill(float* __restrict__ v_dloss) {
+static int k11_fill(float* __restrict__ v_dloss) {
   v_dloss[0] = 0x1p+0f;
   return 0;
 }
 
 // %dlogits = cross_entropy_backward(%dloss, %logits, %label)
-static int k14_cross_entropy_backward(const float* __restrict__ v_dloss, const float* __restrict__ v_logits, const i64* __restrict__ in_label, float* __restrict__ v_dlogits) {
+static int k12_cross_entropy_backward(const float* __restrict__ v_dloss, const float* __restrict__ v_logits, const i64* __restrict__ in_label, float* __restrict__ v_dlogits) {
   for (i64 b = 0; b < 64; ++b) {
     if (((in_label[b] < 0) || (in_label[b] >= 10))) return 1;
   }
@@ -317,7 +326,7 @@ static int k14_cross_entropy_backward(const float* __restrict__ v_dloss, const f
 }
 
 // %fc3.bias.grad = reduce_sum(%dlogits) {axes=[0], keepdim=false}
-static int k15_reduce_sum(const float* __restrict__ v_dlogits, float* __restrict__ v_fc3_bias_grad) {
+static int k13_reduce_sum(const float* __restrict__ v_dlogits, float* __restrict__ v_fc3_bias_grad) {
   for (i64 o = 0; o < 10; ++o) {
     v_fc3_bias_grad[o] = 0x0p+0f;
   }
@@ -329,22 +338,28 @@ static int k15_reduce_sum(const float* __restrict__ v_dlogits, float* __restrict
   return 0;
 }
 
-// %dh4 = matmul(%dlogits, @fc3.weight) {transpose_a=false, transpose_b=false}
-// C[64,84] = A · B
-static void g16_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
-  dnnc_sgemm(false, false, 64, 84, 10, 0x1p+0f, a, 10, b, 84, 0x0p+0f, c, 84);
-}
-
-// %d6 = relu_backward(%dh4, %h4)
-static int k17_relu_backward(const float* __restrict__ v_dh4, const float* __restrict__ v_h4, float* __restrict__ v_d6) {
-  for (i64 i = 0; i < 5376; ++i) {
-    v_d6[i] = ((v_h4[i] > 0x0p+0f) ? v_dh4[i] : 0x0p+0f);
+// epilogue of g14_gemm: elements [begin, end) of C
+static int g14_epilogue(i64 begin, i64 end, const float* __restrict__ v_h4, float* __restrict__ v_d6) {
+  for (i64 i = begin; i < end; ++i) {
+    float c = v_d6[i];
+    v_d6[i] = ((v_h4[i] > 0x0p+0f) ? c : 0x0p+0f);
   }
   return 0;
 }
+// %dh4 = matmul(%dlogits, @fc3.weight) {transpose_a=false, transpose_b=false}
+// %d6 = relu_backward(%dh4, %h4)
+// C[64,84] = A · B, then g14_epilogue on each thread's rows
+static void g14_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c, const float* __restrict__ e0) {
+  const int t = 1;
+  for (int i = 0; i < t; ++i) {
+    const i64 r0 = 64 * i / t, r1 = 64 * (i + 1) / t;
+    dnnc_sgemm(false, false, r1 - r0, 84, 10, 0x1p+0f, a + r0 * 10, 10, b, 84, 0x0p+0f, c + r0 * 84, 84);
+    g14_epilogue(r0 * 84, r1 * 84, e0, c);
+  }
+}
 
 // %fc2.bias.grad = reduce_sum(%d6) {axes=[0], keepdim=false}
-static int k18_reduce_sum(const float* __restrict__ v_d6, float* __restrict__ v_fc2_bias_grad) {
+static int k15_reduce_sum(const float* __restrict__ v_d6, float* __restrict__ v_fc2_bias_grad) {
   for (i64 o = 0; o < 84; ++o) {
     v_fc2_bias_grad[o] = 0x0p+0f;
   }
@@ -358,26 +373,32 @@ static int k18_reduce_sum(const float* __restrict__ v_d6, float* __restrict__ v_
 
 // %fc3.weight.grad = matmul(%dlogits, %h4) {transpose_a=true, transpose_b=false}
 // C[10,84] = Aᵀ · B
-static void g19_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
+static void g16_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
   dnnc_sgemm(true, false, 10, 84, 64, 0x1p+0f, a, 10, b, 84, 0x0p+0f, c, 84);
 }
 
-// %dh3 = matmul(%d6, @fc2.weight) {transpose_a=false, transpose_b=false}
-// C[64,120] = A · B
-static void g20_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
-  dnnc_sgemm(false, false, 64, 120, 84, 0x1p+0f, a, 84, b, 120, 0x0p+0f, c, 120);
-}
-
-// %d5 = relu_backward(%dh3, %h3)
-static int k21_relu_backward(const float* __restrict__ v_dh3, const float* __restrict__ v_h3, float* __restrict__ v_d5) {
-  for (i64 i = 0; i < 7680; ++i) {
-    v_d5[i] = ((v_h3[i] > 0x0p+0f) ? v_dh3[i] : 0x0p+0f);
+// epilogue of g17_gemm: elements [begin, end) of C
+static int g17_epilogue(i64 begin, i64 end, const float* __restrict__ v_h3, float* __restrict__ v_d5) {
+  for (i64 i = begin; i < end; ++i) {
+    float c = v_d5[i];
+    v_d5[i] = ((v_h3[i] > 0x0p+0f) ? c : 0x0p+0f);
   }
   return 0;
 }
+// %dh3 = matmul(%d6, @fc2.weight) {transpose_a=false, transpose_b=false}
+// %d5 = relu_backward(%dh3, %h3)
+// C[64,120] = A · B, then g17_epilogue on each thread's rows
+static void g17_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c, const float* __restrict__ e0) {
+  const int t = 1;
+  for (int i = 0; i < t; ++i) {
+    const i64 r0 = 64 * i / t, r1 = 64 * (i + 1) / t;
+    dnnc_sgemm(false, false, r1 - r0, 120, 84, 0x1p+0f, a + r0 * 84, 84, b, 120, 0x0p+0f, c + r0 * 120, 120);
+    g17_epilogue(r0 * 120, r1 * 120, e0, c);
+  }
+}
 
 // %fc1.bias.grad = reduce_sum(%d5) {axes=[0], keepdim=false}
-static int k22_reduce_sum(const float* __restrict__ v_d5, float* __restrict__ v_fc1_bias_grad) {
+static int k18_reduce_sum(const float* __restrict__ v_d5, float* __restrict__ v_fc1_bias_grad) {
   for (i64 o = 0; o < 120; ++o) {
     v_fc1_bias_grad[o] = 0x0p+0f;
   }
@@ -391,24 +412,24 @@ static int k22_reduce_sum(const float* __restrict__ v_d5, float* __restrict__ v_
 
 // %fc2.weight.grad = matmul(%d6, %h3) {transpose_a=true, transpose_b=false}
 // C[84,120] = Aᵀ · B
-static void g23_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
+static void g19_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
   dnnc_sgemm(true, false, 84, 120, 64, 0x1p+0f, a, 84, b, 120, 0x0p+0f, c, 120);
 }
 
 // %d4 = matmul(%d5, @fc1.weight) {transpose_a=false, transpose_b=false}
 // C[64,400] = A · B
-static void g24_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
+static void g20_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
   dnnc_sgemm_split(false, false, 64, 400, 120, 0x1p+0f, a, 120, b, 400, 0x0p+0f, c, 400);
 }
 
 // %fc1.weight.grad = matmul(%d5, %4) {transpose_a=true, transpose_b=false}
 // C[120,400] = Aᵀ · B
-static void g25_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
+static void g21_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
   dnnc_sgemm_split(true, false, 120, 400, 64, 0x1p+0f, a, 120, b, 400, 0x0p+0f, c, 400);
 }
 
 // %d3 = maxpool2d_backward(%dh2, %3) {kernel=[2,2], padding=[0,0], stride=[]}
-static int k26_maxpool2d_backward(const float* __restrict__ v_dh2, const float* __restrict__ v_3, float* __restrict__ v_d3) {
+static int k22_maxpool2d_backward(const float* __restrict__ v_dh2, const float* __restrict__ v_3, float* __restrict__ v_d3) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 bc = 0; bc < 1024; ++bc) {
     i64 xbase = (bc * 100);
@@ -439,7 +460,7 @@ static int k26_maxpool2d_backward(const float* __restrict__ v_dh2, const float* 
 }
 
 // %d2 = relu_backward(%d3, %3)
-static int k27_relu_backward(const float* __restrict__ v_d3, const float* __restrict__ v_3, float* __restrict__ v_d2) {
+static int k23_relu_backward(const float* __restrict__ v_d3, const float* __restrict__ v_3, float* __restrict__ v_d2) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 i = 0; i < 102400; ++i) {
     v_d2[i] = ((v_3[i] > 0x0p+0f) ? v_d3[i] : 0x0p+0f);
@@ -448,7 +469,7 @@ static int k27_relu_backward(const float* __restrict__ v_d3, const float* __rest
 }
 
 // %conv2.bias.grad = reduce_sum(%d2) {axes=[0,2,3], keepdim=false}
-static int k28_reduce_sum(const float* __restrict__ v_d2, float* __restrict__ v_conv2_bias_grad) {
+static int k24_reduce_sum(const float* __restrict__ v_d2, float* __restrict__ v_conv2_bias_grad) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 o = 0; o < 16; ++o) {
     float acc = 0x0p+0f;
@@ -464,7 +485,7 @@ static int k28_reduce_sum(const float* __restrict__ v_d2, float* __restrict__ v_
 
 // %dh1 = conv2d_backward_input(%d2, @conv2.weight) {dilation=[1,1], groups=1, input_hw=[14,14], padding=[0,0], stride=[1,1]}
 // C[150,100] = Aᵀ · B, 64 problems
-static void g29_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
+static void g25_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
 #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 bi = 0; bi < 64; ++bi) {
     dnnc_sgemm(true, false, 150, 100, 16, 0x1p+0f, a, 150, b + bi * 1600, 100, 0x0p+0f, c + bi * 15000, 100);
@@ -472,7 +493,7 @@ static void g29_gemm(const float* __restrict__ a, const float* __restrict__ b, f
 }
 
 // %dh1 = conv2d_backward_input(%d2, @conv2.weight) {dilation=[1,1], groups=1, input_hw=[14,14], padding=[0,0], stride=[1,1]}
-static int k30_col2im(const float* __restrict__ s_dcol, float* __restrict__ v_dh1) {
+static int k26_col2im(const float* __restrict__ s_dcol, float* __restrict__ v_dh1) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 bc = 0; bc < 384; ++bc) {
     i64 xbase = (bc * 196);
@@ -496,7 +517,7 @@ static int k30_col2im(const float* __restrict__ s_dcol, float* __restrict__ v_dh
 
 // %conv2.weight.grad = conv2d_backward_weight(%d2, %h1) {dilation=[1,1], groups=1, kernel=[5,5], padding=[0,0], stride=[1,1]}
 //   (im2col of h1)
-static int k31_im2col(const float* __restrict__ v_h1, float* __restrict__ s_col_1) {
+static int k27_im2col(const float* __restrict__ v_h1, float* __restrict__ s_col_1) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 bc = 0; bc < 384; ++bc) {
     i64 xbase = (bc * 196);
@@ -517,7 +538,7 @@ static int k31_im2col(const float* __restrict__ v_h1, float* __restrict__ s_col_
 
 // %conv2.weight.grad = conv2d_backward_weight(%d2, %h1) {dilation=[1,1], groups=1, kernel=[5,5], padding=[0,0], stride=[1,1]}
 //   (dy as [O, B*P])
-static int k32_dy_t(const float* __restrict__ v_d2, float* __restrict__ s_dy_t) {
+static int k28_dy_t(const float* __restrict__ v_d2, float* __restrict__ s_dy_t) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 ob = 0; ob < 1024; ++ob) {
     i64 o = (ob / 64);
@@ -531,12 +552,12 @@ static int k32_dy_t(const float* __restrict__ v_d2, float* __restrict__ s_dy_t) 
 
 // %conv2.weight.grad = conv2d_backward_weight(%d2, %h1) {dilation=[1,1], groups=1, kernel=[5,5], padding=[0,0], stride=[1,1]}
 // C[16,150] = A · Bᵀ
-static void g33_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
+static void g29_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
   dnnc_sgemm_split_k(false, true, 16, 150, 6400, 0x1p+0f, a, 6400, b, 6400, c, 150);
 }
 
 // %d1 = maxpool2d_backward(%dh1, %1) {kernel=[2,2], padding=[0,0], stride=[]}
-static int k34_maxpool2d_backward(const float* __restrict__ v_dh1, const float* __restrict__ v_1, float* __restrict__ v_d1) {
+static int k30_maxpool2d_backward(const float* __restrict__ v_dh1, const float* __restrict__ v_1, float* __restrict__ v_d1) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 bc = 0; bc < 384; ++bc) {
     i64 xbase = (bc * 784);
@@ -567,7 +588,7 @@ static int k34_maxpool2d_backward(const float* __restrict__ v_dh1, const float* 
 }
 
 // %d0 = relu_backward(%d1, %1)
-static int k35_relu_backward(const float* __restrict__ v_d1, const float* __restrict__ v_1, float* __restrict__ v_d0) {
+static int k31_relu_backward(const float* __restrict__ v_d1, const float* __restrict__ v_1, float* __restrict__ v_d0) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 i = 0; i < 301056; ++i) {
     v_d0[i] = ((v_1[i] > 0x0p+0f) ? v_d1[i] : 0x0p+0f);
@@ -576,7 +597,7 @@ static int k35_relu_backward(const float* __restrict__ v_d1, const float* __rest
 }
 
 // %conv1.bias.grad = reduce_sum(%d0) {axes=[0,2,3], keepdim=false}
-static int k36_reduce_sum(const float* __restrict__ v_d0, float* __restrict__ v_conv1_bias_grad) {
+static int k32_reduce_sum(const float* __restrict__ v_d0, float* __restrict__ v_conv1_bias_grad) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 o = 0; o < 6; ++o) {
     float acc = 0x0p+0f;
@@ -592,7 +613,7 @@ static int k36_reduce_sum(const float* __restrict__ v_d0, float* __restrict__ v_
 
 // %conv1.weight.grad = conv2d_backward_weight(%d0, %image) {dilation=[1,1], groups=1, kernel=[5,5], padding=[2,2], stride=[1,1]}
 //   (im2col of image)
-static int k37_im2col(const float* __restrict__ in_image, float* __restrict__ s_col_2) {
+static int k33_im2col(const float* __restrict__ in_image, float* __restrict__ s_col_2) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 bc = 0; bc < 64; ++bc) {
     i64 xbase = (bc * 784);
@@ -618,7 +639,7 @@ static int k37_im2col(const float* __restrict__ in_image, float* __restrict__ s_
 
 // %conv1.weight.grad = conv2d_backward_weight(%d0, %image) {dilation=[1,1], groups=1, kernel=[5,5], padding=[2,2], stride=[1,1]}
 //   (dy as [O, B*P])
-static int k38_dy_t(const float* __restrict__ v_d0, float* __restrict__ s_dy_t_1) {
+static int k34_dy_t(const float* __restrict__ v_d0, float* __restrict__ s_dy_t_1) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 ob = 0; ob < 384; ++ob) {
     i64 o = (ob / 64);
@@ -632,79 +653,79 @@ static int k38_dy_t(const float* __restrict__ v_d0, float* __restrict__ s_dy_t_1
 
 // %conv1.weight.grad = conv2d_backward_weight(%d0, %image) {dilation=[1,1], groups=1, kernel=[5,5], padding=[2,2], stride=[1,1]}
 // C[6,25] = A · Bᵀ
-static void g39_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
+static void g35_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
   dnnc_sgemm_split_k(false, true, 6, 25, 50176, 0x1p+0f, a, 50176, b, 50176, c, 25);
 }
 
 // %step = add_scalar(@dnnc.step) {value=1.0}
-static int k40_add_scalar(const float* __restrict__ p_dnnc_step, float* __restrict__ v_step) {
+static int k36_add_scalar(float* __restrict__ p_dnnc_step) {
   float s_0 = p_dnnc_step[0];
-  v_step[0] = (s_0 + 0x1p+0f);
+  p_dnnc_step[0] = (s_0 + 0x1p+0f);
   return 0;
 }
 
 // %conv1.weight.new, %7 = sgd_update(@conv1.weight, %conv1.weight.grad, @conv1.weight.momentum_buffer, %step) {dampening=0.0, lr=0.01, momentum=0.9, nesterov=false, weight_decay=0.0}
-static int k41_sgd_update(const float* __restrict__ p_conv1_weight, const float* __restrict__ v_conv1_weight_grad, const float* __restrict__ p_conv1_weight_momentum_buffer, const float* __restrict__ v_step, float* __restrict__ v_conv1_weight_new, float* __restrict__ v_7) {
+static int k37_sgd_update(float* __restrict__ p_conv1_weight, const float* __restrict__ v_conv1_weight_grad, float* __restrict__ p_conv1_weight_momentum_buffer, const float* __restrict__ v_step) {
   float s_0 = v_step[0];
   if ((!(s_0 >= 0x1p+0f))) return 1;
   bool first = (s_0 == 0x1p+0f);
   for (i64 i = 0; i < 150; ++i) {
     float buf = (first ? v_conv1_weight_grad[i] : ((p_conv1_weight_momentum_buffer[i] * 0x1.ccccccp-1f) + v_conv1_weight_grad[i]));
     float t = (p_conv1_weight[i] + ((-0x1.47ae14p-7f) * buf));
-    v_conv1_weight_new[i] = t;
+    p_conv1_weight[i] = t;
     float t1 = buf;
-    v_7[i] = t1;
+    p_conv1_weight_momentum_buffer[i] = t1;
   }
   return 0;
 }
 
 // %conv1.bias.new, %8 = sgd_update(@conv1.bias, %conv1.bias.grad, @conv1.bias.momentum_buffer, %step) {dampening=0.0, lr=0.01, momentum=0.9, nesterov=false, weight_decay=0.0}
-static int k42_sgd_update(const float* __restrict__ p_conv1_bias, const float* __restrict__ v_conv1_bias_grad, const float* __restrict__ p_conv1_bias_momentum_buffer, const float* __restrict__ v_step, float* __restrict__ v_conv1_bias_new, float* __restrict__ v_8) {
+static int k38_sgd_update(float* __restrict__ p_conv1_bias, const float* __restrict__ v_conv1_bias_grad, float* __restrict__ p_conv1_bias_momentum_buffer, const float* __restrict__ v_step) {
   float s_0 = v_step[0];
   if ((!(s_0 >= 0x1p+0f))) return 1;
   bool first = (s_0 == 0x1p+0f);
   for (i64 i = 0; i < 6; ++i) {
     float buf = (first ? v_conv1_bias_grad[i] : ((p_conv1_bias_momentum_buffer[i] * 0x1.ccccccp-1f) + v_conv1_bias_grad[i]));
     float t = (p_conv1_bias[i] + ((-0x1.47ae14p-7f) * buf));
-    v_conv1_bias_new[i] = t;
+    p_conv1_bias[i] = t;
     float t1 = buf;
-    v_8[i] = t1;
+    p_conv1_bias_momentum_buffer[i] = t1;
   }
   return 0;
 }
 
 // %conv2.weight.new, %9 = sgd_update(@conv2.weight, %conv2.weight.grad, @conv2.weight.momentum_buffer, %step) {dampening=0.0, lr=0.01, momentum=0.9, nesterov=false, weight_decay=0.0}
-static int k43_sgd_update(const float* __restrict__ p_conv2_weight, const float* __restrict__ v_conv2_weight_grad, const float* __restrict__ p_conv2_weight_momentum_buffer, const float* __restrict__ v_step, float* __restrict__ v_conv2_weight_new, float* __restrict__ v_9) {
+static int k39_sgd_update(float* __restrict__ p_conv2_weight, const float* __restrict__ v_conv2_weight_grad, float* __restrict__ p_conv2_weight_momentum_buffer, const float* __restrict__ v_step) {
   float s_0 = v_step[0];
   if ((!(s_0 >= 0x1p+0f))) return 1;
   bool first = (s_0 == 0x1p+0f);
   for (i64 i = 0; i < 2400; ++i) {
     float buf = (first ? v_conv2_weight_grad[i] : ((p_conv2_weight_momentum_buffer[i] * 0x1.ccccccp-1f) + v_conv2_weight_grad[i]));
     float t = (p_conv2_weight[i] + ((-0x1.47ae14p-7f) * buf));
-    v_conv2_weight_new[i] = t;
+    p_conv2_weight[i] = t;
     float t1 = buf;
-    v_9[i] = t1;
+    p_conv2_weight_momentum_buffer[i] = t1;
   }
   return 0;
 }
 
 // %conv2.bias.new, %10 = sgd_update(@conv2.bias, %conv2.bias.grad, @conv2.bias.momentum_buffer, %step) {dampening=0.0, lr=0.01, momentum=0.9, nesterov=false, weight_decay=0.0}
-static int k44_sgd_update(const float* __restrict__ p_conv2_bias, const float* __restrict__ v_conv2_bias_grad, const float* __restrict__ p_conv2_bias_momentum_buffer, const float* __restrict__ v_step, float* __restrict__ v_conv2_bias_new, float* __restrict__ v_10) {
+static int k40_sgd_update(float* __restrict__ p_conv2_bias, const float* __restrict__ v_conv2_bias_grad, float* __restrict__ p_conv2_bias_momentum_buffer, const float* __restrict__ v_step) {
   float s_0 = v_step[0];
   if ((!(s_0 >= 0x1p+0f))) return 1;
   bool first = (s_0 == 0x1p+0f);
   for (i64 i = 0; i < 16; ++i) {
     float buf = (first ? v_conv2_bias_grad[i] : ((p_conv2_bias_momentum_buffer[i] * 0x1.ccccccp-1f) + v_conv2_bias_grad[i]));
     float t = (p_conv2_bias[i] + ((-0x1.47ae14p-7f) * buf));
-    v_conv2_bias_new[i] = t;
+    p_conv2_bias[i] = t;
     float t1 = buf;
-    v_10[i] = t1;
+    p_conv2_bias_momentum_buffer[i] = t1;
   }
   return 0;
 }
 
 // %fc1.weight.new, %11 = sgd_update(@fc1.weight, %fc1.weight.grad, @fc1.weight.momentum_buffer, %step) {dampening=0.0, lr=0.01, momentum=0.9, nesterov=false, weight_decay=0.0}
-static int k45_sgd_update(const float* __restrict__ p_fc1_weight, const float* __restrict__ v_fc1_weight_grad, const float* __restrict__ p_fc1_weight_momentum_buffer, const float* __restrict__ v_step, float* __restrict__ v_fc1_weight_new, float* __restrict__ v_11) {
+static int k41_sgd_update(float* __restrict__ p_fc1_weight, const float* __restrict__ v_fc1_weight_grad, float* __restrict__ p_fc1_weight_momentum_buffer, const float* __restrict__ v_step) {
   float s_0 = v_step[0];
   if ((!(s_0 >= 0x1p+0f))) return 1;
   bool first = (s_0 == 0x1p+0f);
@@ -712,84 +733,84 @@ static int k45_sgd_update(const float* __restrict__ p_fc1_weight, const float* _
   for (i64 i = 0; i < 48000; ++i) {
     float buf = (first ? v_fc1_weight_grad[i] : ((p_fc1_weight_momentum_buffer[i] * 0x1.ccccccp-1f) + v_fc1_weight_grad[i]));
     float t = (p_fc1_weight[i] + ((-0x1.47ae14p-7f) * buf));
-    v_fc1_weight_new[i] = t;
+    p_fc1_weight[i] = t;
     float t1 = buf;
-    v_11[i] = t1;
+    p_fc1_weight_momentum_buffer[i] = t1;
   }
   return 0;
 }
 
 // %fc1.bias.new, %12 = sgd_update(@fc1.bias, %fc1.bias.grad, @fc1.bias.momentum_buffer, %step) {dampening=0.0, lr=0.01, momentum=0.9, nesterov=false, weight_decay=0.0}
-static int k46_sgd_update(const float* __restrict__ p_fc1_bias, const float* __restrict__ v_fc1_bias_grad, const float* __restrict__ p_fc1_bias_momentum_buffer, const float* __restrict__ v_step, float* __restrict__ v_fc1_bias_new, float* __restrict__ v_12) {
+static int k42_sgd_update(float* __restrict__ p_fc1_bias, const float* __restrict__ v_fc1_bias_grad, float* __restrict__ p_fc1_bias_momentum_buffer, const float* __restrict__ v_step) {
   float s_0 = v_step[0];
   if ((!(s_0 >= 0x1p+0f))) return 1;
   bool first = (s_0 == 0x1p+0f);
   for (i64 i = 0; i < 120; ++i) {
     float buf = (first ? v_fc1_bias_grad[i] : ((p_fc1_bias_momentum_buffer[i] * 0x1.ccccccp-1f) + v_fc1_bias_grad[i]));
     float t = (p_fc1_bias[i] + ((-0x1.47ae14p-7f) * buf));
-    v_fc1_bias_new[i] = t;
+    p_fc1_bias[i] = t;
     float t1 = buf;
-    v_12[i] = t1;
+    p_fc1_bias_momentum_buffer[i] = t1;
   }
   return 0;
 }
 
 // %fc2.weight.new, %13 = sgd_update(@fc2.weight, %fc2.weight.grad, @fc2.weight.momentum_buffer, %step) {dampening=0.0, lr=0.01, momentum=0.9, nesterov=false, weight_decay=0.0}
-static int k47_sgd_update(const float* __restrict__ p_fc2_weight, const float* __restrict__ v_fc2_weight_grad, const float* __restrict__ p_fc2_weight_momentum_buffer, const float* __restrict__ v_step, float* __restrict__ v_fc2_weight_new, float* __restrict__ v_13) {
+static int k43_sgd_update(float* __restrict__ p_fc2_weight, const float* __restrict__ v_fc2_weight_grad, float* __restrict__ p_fc2_weight_momentum_buffer, const float* __restrict__ v_step) {
   float s_0 = v_step[0];
   if ((!(s_0 >= 0x1p+0f))) return 1;
   bool first = (s_0 == 0x1p+0f);
   for (i64 i = 0; i < 10080; ++i) {
     float buf = (first ? v_fc2_weight_grad[i] : ((p_fc2_weight_momentum_buffer[i] * 0x1.ccccccp-1f) + v_fc2_weight_grad[i]));
     float t = (p_fc2_weight[i] + ((-0x1.47ae14p-7f) * buf));
-    v_fc2_weight_new[i] = t;
+    p_fc2_weight[i] = t;
     float t1 = buf;
-    v_13[i] = t1;
+    p_fc2_weight_momentum_buffer[i] = t1;
   }
   return 0;
 }
 
 // %fc2.bias.new, %14 = sgd_update(@fc2.bias, %fc2.bias.grad, @fc2.bias.momentum_buffer, %step) {dampening=0.0, lr=0.01, momentum=0.9, nesterov=false, weight_decay=0.0}
-static int k48_sgd_update(const float* __restrict__ p_fc2_bias, const float* __restrict__ v_fc2_bias_grad, const float* __restrict__ p_fc2_bias_momentum_buffer, const float* __restrict__ v_step, float* __restrict__ v_fc2_bias_new, float* __restrict__ v_14) {
+static int k44_sgd_update(float* __restrict__ p_fc2_bias, const float* __restrict__ v_fc2_bias_grad, float* __restrict__ p_fc2_bias_momentum_buffer, const float* __restrict__ v_step) {
   float s_0 = v_step[0];
   if ((!(s_0 >= 0x1p+0f))) return 1;
   bool first = (s_0 == 0x1p+0f);
   for (i64 i = 0; i < 84; ++i) {
     float buf = (first ? v_fc2_bias_grad[i] : ((p_fc2_bias_momentum_buffer[i] * 0x1.ccccccp-1f) + v_fc2_bias_grad[i]));
     float t = (p_fc2_bias[i] + ((-0x1.47ae14p-7f) * buf));
-    v_fc2_bias_new[i] = t;
+    p_fc2_bias[i] = t;
     float t1 = buf;
-    v_14[i] = t1;
+    p_fc2_bias_momentum_buffer[i] = t1;
   }
   return 0;
 }
 
 // %fc3.weight.new, %15 = sgd_update(@fc3.weight, %fc3.weight.grad, @fc3.weight.momentum_buffer, %step) {dampening=0.0, lr=0.01, momentum=0.9, nesterov=false, weight_decay=0.0}
-static int k49_sgd_update(const float* __restrict__ p_fc3_weight, const float* __restrict__ v_fc3_weight_grad, const float* __restrict__ p_fc3_weight_momentum_buffer, const float* __restrict__ v_step, float* __restrict__ v_fc3_weight_new, float* __restrict__ v_15) {
+static int k45_sgd_update(float* __restrict__ p_fc3_weight, const float* __restrict__ v_fc3_weight_grad, float* __restrict__ p_fc3_weight_momentum_buffer, const float* __restrict__ v_step) {
   float s_0 = v_step[0];
   if ((!(s_0 >= 0x1p+0f))) return 1;
   bool first = (s_0 == 0x1p+0f);
   for (i64 i = 0; i < 840; ++i) {
     float buf = (first ? v_fc3_weight_grad[i] : ((p_fc3_weight_momentum_buffer[i] * 0x1.ccccccp-1f) + v_fc3_weight_grad[i]));
     float t = (p_fc3_weight[i] + ((-0x1.47ae14p-7f) * buf));
-    v_fc3_weight_new[i] = t;
+    p_fc3_weight[i] = t;
     float t1 = buf;
-    v_15[i] = t1;
+    p_fc3_weight_momentum_buffer[i] = t1;
   }
   return 0;
 }
 
 // %fc3.bias.new, %16 = sgd_update(@fc3.bias, %fc3.bias.grad, @fc3.bias.momentum_buffer, %step) {dampening=0.0, lr=0.01, momentum=0.9, nesterov=false, weight_decay=0.0}
-static int k50_sgd_update(const float* __restrict__ p_fc3_bias, const float* __restrict__ v_fc3_bias_grad, const float* __restrict__ p_fc3_bias_momentum_buffer, const float* __restrict__ v_step, float* __restrict__ v_fc3_bias_new, float* __restrict__ v_16) {
+static int k46_sgd_update(float* __restrict__ p_fc3_bias, const float* __restrict__ v_fc3_bias_grad, float* __restrict__ p_fc3_bias_momentum_buffer, const float* __restrict__ v_step) {
   float s_0 = v_step[0];
   if ((!(s_0 >= 0x1p+0f))) return 1;
   bool first = (s_0 == 0x1p+0f);
   for (i64 i = 0; i < 10; ++i) {
     float buf = (first ? v_fc3_bias_grad[i] : ((p_fc3_bias_momentum_buffer[i] * 0x1.ccccccp-1f) + v_fc3_bias_grad[i]));
     float t = (p_fc3_bias[i] + ((-0x1.47ae14p-7f) * buf));
-    v_fc3_bias_new[i] = t;
+    p_fc3_bias[i] = t;
     float t1 = buf;
-    v_16[i] = t1;
+    p_fc3_bias_momentum_buffer[i] = t1;
   }
   return 0;
 }
@@ -797,27 +818,27 @@ static int k50_sgd_update(const float* __restrict__ p_fc3_bias, const float* __r
 extern "C" int dnnc_run(void** buffers) {
   const float* in_image = (const float*)buffers[0];  // input f32[64,1,28,28] image
   const i64* in_label = (const i64*)buffers[1];  // input i64[64] label
-  const float* p_conv1_weight = (const float*)buffers[2];  // param f32[6,1,5,5] conv1.weight
-  const float* p_conv1_bias = (const float*)buffers[3];  // param f32[6] conv1.bias
-  const float* p_conv2_weight = (const float*)buffers[4];  // param f32[16,6,5,5] conv2.weight
-  const float* p_conv2_bias = (const float*)buffers[5];  // param f32[16] conv2.bias
-  const float* p_fc1_weight = (const float*)buffers[6];  // param f32[120,400] fc1.weight
-  const float* p_fc1_bias = (const float*)buffers[7];  // param f32[120] fc1.bias
-  const float* p_fc2_weight = (const float*)buffers[8];  // param f32[84,120] fc2.weight
-  const float* p_fc2_bias = (const float*)buffers[9];  // param f32[84] fc2.bias
-  const float* p_fc3_weight = (const float*)buffers[10];  // param f32[10,84] fc3.weight
-  const float* p_fc3_bias = (const float*)buffers[11];  // param f32[10] fc3.bias
-  const float* p_dnnc_step = (const float*)buffers[12];  // param f32[] dnnc.step
-  const float* p_conv1_weight_momentum_buffer = (const float*)buffers[13];  // param f32[6,1,5,5] conv1.weight.momentum_buffer
-  const float* p_conv1_bias_momentum_buffer = (const float*)buffers[14];  // param f32[6] conv1.bias.momentum_buffer
-  const float* p_conv2_weight_momentum_buffer = (const float*)buffers[15];  // param f32[16,6,5,5] conv2.weight.momentum_buffer
-  const float* p_conv2_bias_momentum_buffer = (const float*)buffers[16];  // param f32[16] conv2.bias.momentum_buffer
-  const float* p_fc1_weight_momentum_buffer = (const float*)buffers[17];  // param f32[120,400] fc1.weight.momentum_buffer
-  const float* p_fc1_bias_momentum_buffer = (const float*)buffers[18];  // param f32[120] fc1.bias.momentum_buffer
-  const float* p_fc2_weight_momentum_buffer = (const float*)buffers[19];  // param f32[84,120] fc2.weight.momentum_buffer
-  const float* p_fc2_bias_momentum_buffer = (const float*)buffers[20];  // param f32[84] fc2.bias.momentum_buffer
-  const float* p_fc3_weight_momentum_buffer = (const float*)buffers[21];  // param f32[10,84] fc3.weight.momentum_buffer
-  const float* p_fc3_bias_momentum_buffer = (const float*)buffers[22];  // param f32[10] fc3.bias.momentum_buffer
+  float* p_conv1_weight = (float*)buffers[2];  // param f32[6,1,5,5] conv1.weight
+  float* p_conv1_bias = (float*)buffers[3];  // param f32[6] conv1.bias
+  float* p_conv2_weight = (float*)buffers[4];  // param f32[16,6,5,5] conv2.weight
+  float* p_conv2_bias = (float*)buffers[5];  // param f32[16] conv2.bias
+  float* p_fc1_weight = (float*)buffers[6];  // param f32[120,400] fc1.weight
+  float* p_fc1_bias = (float*)buffers[7];  // param f32[120] fc1.bias
+  float* p_fc2_weight = (float*)buffers[8];  // param f32[84,120] fc2.weight
+  float* p_fc2_bias = (float*)buffers[9];  // param f32[84] fc2.bias
+  float* p_fc3_weight = (float*)buffers[10];  // param f32[10,84] fc3.weight
+  float* p_fc3_bias = (float*)buffers[11];  // param f32[10] fc3.bias
+  float* p_dnnc_step = (float*)buffers[12];  // param f32[] dnnc.step
+  float* p_conv1_weight_momentum_buffer = (float*)buffers[13];  // param f32[6,1,5,5] conv1.weight.momentum_buffer
+  float* p_conv1_bias_momentum_buffer = (float*)buffers[14];  // param f32[6] conv1.bias.momentum_buffer
+  float* p_conv2_weight_momentum_buffer = (float*)buffers[15];  // param f32[16,6,5,5] conv2.weight.momentum_buffer
+  float* p_conv2_bias_momentum_buffer = (float*)buffers[16];  // param f32[16] conv2.bias.momentum_buffer
+  float* p_fc1_weight_momentum_buffer = (float*)buffers[17];  // param f32[120,400] fc1.weight.momentum_buffer
+  float* p_fc1_bias_momentum_buffer = (float*)buffers[18];  // param f32[120] fc1.bias.momentum_buffer
+  float* p_fc2_weight_momentum_buffer = (float*)buffers[19];  // param f32[84,120] fc2.weight.momentum_buffer
+  float* p_fc2_bias_momentum_buffer = (float*)buffers[20];  // param f32[84] fc2.bias.momentum_buffer
+  float* p_fc3_weight_momentum_buffer = (float*)buffers[21];  // param f32[10,84] fc3.weight.momentum_buffer
+  float* p_fc3_bias_momentum_buffer = (float*)buffers[22];  // param f32[10] fc3.bias.momentum_buffer
   float* v_0 = (float*)buffers[23];  // intermediate f32[64,6,28,28] 0
   float* v_1 = (float*)buffers[24];  // intermediate f32[64,6,28,28] 1
   float* v_h1 = (float*)buffers[25];  // intermediate f32[64,6,14,14] h1
@@ -826,61 +847,57 @@ extern "C" int dnnc_run(void** buffers) {
   float* v_3 = (float*)buffers[28];  // intermediate f32[64,16,10,10] 3
   float* v_h2 = (float*)buffers[29];  // intermediate f32[64,16,5,5] h2
   float* v_4 = v_h2;  // alias f32[64,400] 4
-  float* v_5 = (float*)buffers[31];  // intermediate f32[64,120] 5
-  float* v_h3 = (float*)buffers[32];  // intermediate f32[64,120] h3
-  float* v_6 = (float*)buffers[33];  // intermediate f32[64,84] 6
-  float* v_h4 = (float*)buffers[34];  // intermediate f32[64,84] h4
-  float* v_logits = (float*)buffers[35];  // intermediate f32[64,10] logits
-  float* v_loss = (float*)buffers[36];  // intermediate f32[] loss
-  float* v_dloss = (float*)buffers[37];  // intermediate f32[] dloss
-  float* v_dlogits = (float*)buffers[38];  // intermediate f32[64,10] dlogits
-  float* v_fc3_bias_grad = (float*)buffers[39];  // intermediate f32[10] fc3.bias.grad
-  float* v_dh4 = (float*)buffers[40];  // intermediate f32[64,84] dh4
-  float* v_d6 = (float*)buffers[41];  // intermediate f32[64,84] d6
-  float* v_fc2_bias_grad = (float*)buffers[42];  // intermediate f32[84] fc2.bias.grad
-  float* v_fc3_weight_grad = (float*)buffers[43];  // intermediate f32[10,84] fc3.weight.grad
-  float* v_dh3 = (float*)buffers[44];  // intermediate f32[64,120] dh3
-  float* v_d5 = (float*)buffers[45];  // intermediate f32[64,120] d5
-  float* v_fc1_bias_grad = (float*)buffers[46];  // intermediate f32[120] fc1.bias.grad
-  float* v_fc2_weight_grad = (float*)buffers[47];  // intermediate f32[84,120] fc2.weight.grad
-  float* v_d4 = (float*)buffers[48];  // intermediate f32[64,400] d4
-  float* v_fc1_weight_grad = (float*)buffers[49];  // intermediate f32[120,400] fc1.weight.grad
+  float* v_h3 = (float*)buffers[31];  // intermediate f32[64,120] h3
+  float* v_h4 = (float*)buffers[32];  // intermediate f32[64,84] h4
+  float* v_logits = (float*)buffers[33];  // intermediate f32[64,10] logits
+  float* v_loss = (float*)buffers[34];  // intermediate f32[] loss
+  float* v_dloss = (float*)buffers[35];  // intermediate f32[] dloss
+  float* v_dlogits = (float*)buffers[36];  // intermediate f32[64,10] dlogits
+  float* v_fc3_bias_grad = (float*)buffers[37];  // intermediate f32[10] fc3.bias.grad
+  float* v_d6 = (float*)buffers[38];  // intermediate f32[64,84] d6
+  float* v_fc2_bias_grad = (float*)buffers[39];  // intermediate f32[84] fc2.bias.grad
+  float* v_fc3_weight_grad = (float*)buffers[40];  // intermediate f32[10,84] fc3.weight.grad
+  float* v_d5 = (float*)buffers[41];  // intermediate f32[64,120] d5
+  float* v_fc1_bias_grad = (float*)buffers[42];  // intermediate f32[120] fc1.bias.grad
+  float* v_fc2_weight_grad = (float*)buffers[43];  // intermediate f32[84,120] fc2.weight.grad
+  float* v_d4 = (float*)buffers[44];  // intermediate f32[64,400] d4
+  float* v_fc1_weight_grad = (float*)buffers[45];  // intermediate f32[120,400] fc1.weight.grad
   float* v_dh2 = v_d4;  // alias f32[64,16,5,5] dh2
-  float* v_d3 = (float*)buffers[51];  // intermediate f32[64,16,10,10] d3
-  float* v_d2 = (float*)buffers[52];  // intermediate f32[64,16,10,10] d2
-  float* v_conv2_bias_grad = (float*)buffers[53];  // intermediate f32[16] conv2.bias.grad
-  float* s_dcol = (float*)buffers[54];  // scratch f32[960000]
-  float* v_dh1 = (float*)buffers[55];  // intermediate f32[64,6,14,14] dh1
-  float* s_col_1 = (float*)buffers[56];  // scratch f32[960000]
-  float* s_dy_t = (float*)buffers[57];  // scratch f32[102400]
-  float* v_conv2_weight_grad = (float*)buffers[58];  // intermediate f32[16,6,5,5] conv2.weight.grad
-  float* v_d1 = (float*)buffers[59];  // intermediate f32[64,6,28,28] d1
-  float* v_d0 = (float*)buffers[60];  // intermediate f32[64,6,28,28] d0
-  float* v_conv1_bias_grad = (float*)buffers[61];  // intermediate f32[6] conv1.bias.grad
-  float* s_col_2 = (float*)buffers[62];  // scratch f32[1254400]
-  float* s_dy_t_1 = (float*)buffers[63];  // scratch f32[301056]
-  float* v_conv1_weight_grad = (float*)buffers[64];  // intermediate f32[6,1,5,5] conv1.weight.grad
-  float* v_step = (float*)buffers[65];  // intermediate f32[] step
-  float* v_conv1_weight_new = (float*)buffers[66];  // intermediate f32[6,1,5,5] conv1.weight.new
-  float* v_7 = (float*)buffers[67];  // intermediate f32[6,1,5,5] 7
-  float* v_conv1_bias_new = (float*)buffers[68];  // intermediate f32[6] conv1.bias.new
-  float* v_8 = (float*)buffers[69];  // intermediate f32[6] 8
-  float* v_conv2_weight_new = (float*)buffers[70];  // intermediate f32[16,6,5,5] conv2.weight.new
-  float* v_9 = (float*)buffers[71];  // intermediate f32[16,6,5,5] 9
-  float* v_conv2_bias_new = (float*)buffers[72];  // intermediate f32[16] conv2.bias.new
-  float* v_10 = (float*)buffers[73];  // intermediate f32[16] 10
-  float* v_fc1_weight_new = (float*)buffers[74];  // intermediate f32[120,400] fc1.weight.new
-  float* v_11 = (float*)buffers[75];  // intermediate f32[120,400] 11
-  float* v_fc1_bias_new = (float*)buffers[76];  // intermediate f32[120] fc1.bias.new
-  float* v_12 = (float*)buffers[77];  // intermediate f32[120] 12
-  float* v_fc2_weight_new = (float*)buffers[78];  // intermediate f32[84,120] fc2.weight.new
-  float* v_13 = (float*)buffers[79];  // intermediate f32[84,120] 13
-  float* v_fc2_bias_new = (float*)buffers[80];  // intermediate f32[84] fc2.bias.new
-  float* v_14 = (float*)buffers[81];  // intermediate f32[84] 14
-  float* v_fc3_weight_new = (float*)buffers[82];  // intermediate f32[10,84] fc3.weight.new
-  float* v_15 = (float*)buffers[83];  // intermediate f32[10,84] 15
-  float* v_fc3_bias_new = (float*)buffers[84];  // intermediate f32[10] fc3.bias.new
-  float* v_16 = (float*)buffers[85];  // intermediate f32[10] 16
+  float* v_d3 = (float*)buffers[47];  // intermediate f32[64,16,10,10] d3
+  float* v_d2 = (float*)buffers[48];  // intermediate f32[64,16,10,10] d2
+  float* v_conv2_bias_grad = (float*)buffers[49];  // intermediate f32[16] conv2.bias.grad
+  float* s_dcol = (float*)buffers[50];  // scratch f32[960000]
+  float* v_dh1 = (float*)buffers[51];  // intermediate f32[64,6,14,14] dh1
+  float* s_col_1 = (float*)buffers[52];  // scratch f32[960000]
+  float* s_dy_t = (float*)buffers[53];  // scratch f32[102400]
+  float* v_conv2_weight_grad = (float*)buffers[54];  // intermediate f32[16,6,5,5] conv2.weight.grad
+  float* v_d1 = (float*)buffers[55];  // intermediate f32[64,6,28,28] d1
+  float* v_d0 = (float*)buffers[56];  // intermediate f32[64,6,28,28] d0
+  float* v_conv1_bias_grad = (float*)buffers[57];  // intermediate f32[6] conv1.bias.grad
+  float* s_col_2 = (float*)buffers[58];  // scratch f32[1254400]
+  float* s_dy_t_1 = (float*)buffers[59];  // scratch f32[301056]
+  float* v_conv1_weight_grad = (float*)buffers[60];  // intermediate f32[6,1,5,5] conv1.weight.grad
+  float* v_step = p_dnnc_step;  // alias f32[] step
+  float* v_conv1_weight_new = p_conv1_weight;  // alias f32[6,1,5,5] conv1.weight.new
+  float* v_7 = p_conv1_weight_momentum_buffer;  // alias f32[6,1,5,5] 7
+  float* v_conv1_bias_new = p_conv1_bias;  // alias f32[6] conv1.bias.new
+  float* v_8 = p_conv1_bias_momentum_buffer;  // alias f32[6] 8
+  float* v_conv2_weight_new = p_conv2_weight;  // alias f32[16,6,5,5] conv2.weight.new
+  float* v_9 = p_conv2_weight_momentum_buffer;  // alias f32[16,6,5,5] 9
+  float* v_conv2_bias_new = p_conv2_bias;  // alias f32[16] conv2.bias.new
+  float* v_10 = p_conv2_bias_momentum_buffer;  // alias f32[16] 10
+  float* v_fc1_weight_new = p_fc1_weight;  // alias f32[120,400] fc1.weight.new
+  float* v_11 = p_fc1_weight_momentum_buffer;  // alias f32[120,400] 11
+  float* v_fc1_bias_new = p_fc1_bias;  // alias f32[120] fc1.bias.new
+  float* v_12 = p_fc1_bias_momentum_buffer;  // alias f32[120] 12
+  float* v_fc2_weight_new = p_fc2_weight;  // alias f32[84,120] fc2.weight.new
+  float* v_13 = p_fc2_weight_momentum_buffer;  // alias f32[84,120] 13
+  float* v_fc2_bias_new = p_fc2_bias;  // alias f32[84] fc2.bias.new
+  float* v_14 = p_fc2_bias_momentum_buffer;  // alias f32[84] 14
+  float* v_fc3_weight_new = p_fc3_weight;  // alias f32[10,84] fc3.weight.new
+  float* v_15 = p_fc3_weight_momentum_buffer;  // alias f32[10,84] 15
+  float* v_fc3_bias_new = p_fc3_bias;  // alias f32[10] fc3.bias.new
+  float* v_16 = p_fc3_bias_momentum_buffer;  // alias f32[10] 16
   k0_conv2d(in_image, p_conv1_weight, p_conv1_bias, v_0);
   k1_relu(v_0, v_1);
   k2_maxpool2d(v_1, v_h1);
@@ -888,49 +905,45 @@ extern "C" int dnnc_run(void** buffers) {
   g4_gemm(p_conv2_weight, s_col, p_conv2_bias, v_2);
   k5_relu(v_2, v_3);
   k6_maxpool2d(v_3, v_h2);
-  g7_gemm(v_4, p_fc1_weight, p_fc1_bias, v_5);
-  k8_relu(v_5, v_h3);
-  g9_gemm(v_h3, p_fc2_weight, p_fc2_bias, v_6);
-  k10_relu(v_6, v_h4);
-  g11_gemm(v_h4, p_fc3_weight, p_fc3_bias, v_logits);
-  if (int e = k12_cross_entropy(v_logits, in_label, v_loss)) return 0 + e;
-  k13_fill(v_dloss);
-  if (int e = k14_cross_entropy_backward(v_dloss, v_logits, in_label, v_dlogits)) return 1 + e;
-  k15_reduce_sum(v_dlogits, v_fc3_bias_grad);
-  g16_gemm(v_dlogits, p_fc3_weight, v_dh4);
-  k17_relu_backward(v_dh4, v_h4, v_d6);
-  k18_reduce_sum(v_d6, v_fc2_bias_grad);
-  g19_gemm(v_dlogits, v_h4, v_fc3_weight_grad);
-  g20_gemm(v_d6, p_fc2_weight, v_dh3);
-  k21_relu_backward(v_dh3, v_h3, v_d5);
-  k22_reduce_sum(v_d5, v_fc1_bias_grad);
-  g23_gemm(v_d6, v_h3, v_fc2_weight_grad);
-  g24_gemm(v_d5, p_fc1_weight, v_d4);
-  g25_gemm(v_d5, v_4, v_fc1_weight_grad);
-  k26_maxpool2d_backward(v_dh2, v_3, v_d3);
-  k27_relu_backward(v_d3, v_3, v_d2);
-  k28_reduce_sum(v_d2, v_conv2_bias_grad);
-  g29_gemm(p_conv2_weight, v_d2, s_dcol);
-  k30_col2im(s_dcol, v_dh1);
-  k31_im2col(v_h1, s_col_1);
-  k32_dy_t(v_d2, s_dy_t);
-  g33_gemm(s_dy_t, s_col_1, v_conv2_weight_grad);
-  k34_maxpool2d_backward(v_dh1, v_1, v_d1);
-  k35_relu_backward(v_d1, v_1, v_d0);
-  k36_reduce_sum(v_d0, v_conv1_bias_grad);
-  k37_im2col(in_image, s_col_2);
-  k38_dy_t(v_d0, s_dy_t_1);
-  g39_gemm(s_dy_t_1, s_col_2, v_conv1_weight_grad);
-  k40_add_scalar(p_dnnc_step, v_step);
-  if (int e = k41_sgd_update(p_conv1_weight, v_conv1_weight_grad, p_conv1_weight_momentum_buffer, v_step, v_conv1_weight_new, v_7)) return 2 + e;
-  if (int e = k42_sgd_update(p_conv1_bias, v_conv1_bias_grad, p_conv1_bias_momentum_buffer, v_step, v_conv1_bias_new, v_8)) return 3 + e;
-  if (int e = k43_sgd_update(p_conv2_weight, v_conv2_weight_grad, p_conv2_weight_momentum_buffer, v_step, v_conv2_weight_new, v_9)) return 4 + e;
-  if (int e = k44_sgd_update(p_conv2_bias, v_conv2_bias_grad, p_conv2_bias_momentum_buffer, v_step, v_conv2_bias_new, v_10)) return 5 + e;
-  if (int e = k45_sgd_update(p_fc1_weight, v_fc1_weight_grad, p_fc1_weight_momentum_buffer, v_step, v_fc1_weight_new, v_11)) return 6 + e;
-  if (int e = k46_sgd_update(p_fc1_bias, v_fc1_bias_grad, p_fc1_bias_momentum_buffer, v_step, v_fc1_bias_new, v_12)) return 7 + e;
-  if (int e = k47_sgd_update(p_fc2_weight, v_fc2_weight_grad, p_fc2_weight_momentum_buffer, v_step, v_fc2_weight_new, v_13)) return 8 + e;
-  if (int e = k48_sgd_update(p_fc2_bias, v_fc2_bias_grad, p_fc2_bias_momentum_buffer, v_step, v_fc2_bias_new, v_14)) return 9 + e;
-  if (int e = k49_sgd_update(p_fc3_weight, v_fc3_weight_grad, p_fc3_weight_momentum_buffer, v_step, v_fc3_weight_new, v_15)) return 10 + e;
-  if (int e = k50_sgd_update(p_fc3_bias, v_fc3_bias_grad, p_fc3_bias_momentum_buffer, v_step, v_fc3_bias_new, v_16)) return 11 + e;
+  g7_gemm(v_4, p_fc1_weight, p_fc1_bias, v_h3);
+  g8_gemm(v_h3, p_fc2_weight, p_fc2_bias, v_h4);
+  g9_gemm(v_h4, p_fc3_weight, p_fc3_bias, v_logits);
+  if (int e = k10_cross_entropy(v_logits, in_label, v_loss)) return 0 + e;
+  k11_fill(v_dloss);
+  if (int e = k12_cross_entropy_backward(v_dloss, v_logits, in_label, v_dlogits)) return 1 + e;
+  k13_reduce_sum(v_dlogits, v_fc3_bias_grad);
+  g14_gemm(v_dlogits, p_fc3_weight, v_d6, v_h4);
+  k15_reduce_sum(v_d6, v_fc2_bias_grad);
+  g16_gemm(v_dlogits, v_h4, v_fc3_weight_grad);
+  g17_gemm(v_d6, p_fc2_weight, v_d5, v_h3);
+  k18_reduce_sum(v_d5, v_fc1_bias_grad);
+  g19_gemm(v_d6, v_h3, v_fc2_weight_grad);
+  g20_gemm(v_d5, p_fc1_weight, v_d4);
+  g21_gemm(v_d5, v_4, v_fc1_weight_grad);
+  k22_maxpool2d_backward(v_dh2, v_3, v_d3);
+  k23_relu_backward(v_d3, v_3, v_d2);
+  k24_reduce_sum(v_d2, v_conv2_bias_grad);
+  g25_gemm(p_conv2_weight, v_d2, s_dcol);
+  k26_col2im(s_dcol, v_dh1);
+  k27_im2col(v_h1, s_col_1);
+  k28_dy_t(v_d2, s_dy_t);
+  g29_gemm(s_dy_t, s_col_1, v_conv2_weight_grad);
+  k30_maxpool2d_backward(v_dh1, v_1, v_d1);
+  k31_relu_backward(v_d1, v_1, v_d0);
+  k32_reduce_sum(v_d0, v_conv1_bias_grad);
+  k33_im2col(in_image, s_col_2);
+  k34_dy_t(v_d0, s_dy_t_1);
+  g35_gemm(s_dy_t_1, s_col_2, v_conv1_weight_grad);
+  k36_add_scalar(p_dnnc_step);
+  if (int e = k37_sgd_update(p_conv1_weight, v_conv1_weight_grad, p_conv1_weight_momentum_buffer, v_step)) return 2 + e;
+  if (int e = k38_sgd_update(p_conv1_bias, v_conv1_bias_grad, p_conv1_bias_momentum_buffer, v_step)) return 3 + e;
+  if (int e = k39_sgd_update(p_conv2_weight, v_conv2_weight_grad, p_conv2_weight_momentum_buffer, v_step)) return 4 + e;
+  if (int e = k40_sgd_update(p_conv2_bias, v_conv2_bias_grad, p_conv2_bias_momentum_buffer, v_step)) return 5 + e;
+  if (int e = k41_sgd_update(p_fc1_weight, v_fc1_weight_grad, p_fc1_weight_momentum_buffer, v_step)) return 6 + e;
+  if (int e = k42_sgd_update(p_fc1_bias, v_fc1_bias_grad, p_fc1_bias_momentum_buffer, v_step)) return 7 + e;
+  if (int e = k43_sgd_update(p_fc2_weight, v_fc2_weight_grad, p_fc2_weight_momentum_buffer, v_step)) return 8 + e;
+  if (int e = k44_sgd_update(p_fc2_bias, v_fc2_bias_grad, p_fc2_bias_momentum_buffer, v_step)) return 9 + e;
+  if (int e = k45_sgd_update(p_fc3_weight, v_fc3_weight_grad, p_fc3_weight_momentum_buffer, v_step)) return 10 + e;
+  if (int e = k46_sgd_update(p_fc3_bias, v_fc3_bias_grad, p_fc3_bias_momentum_buffer, v_step)) return 11 + e;
   return 0;
 }

@@ -82,49 +82,55 @@ static void dnnc_sgemm_split_k(bool ta, bool tb, i64 m, i64 n, i64 k, float alph
   __builtin_free(part);
 }
 
+// epilogue of g0_gemm: elements [begin, end) of C
+static int g0_epilogue(i64 begin, i64 end, float* __restrict__ v_h1) {
+  for (i64 i = begin; i < end; ++i) {
+    float c = v_h1[i];
+    v_h1[i] = ((c > 0x0p+0f) ? c : 0x0p+0f);
+  }
+  return 0;
+}
 // %1 = linear(%0, @fc1.weight, @fc1.bias)
-// C[128,512] = A · Bᵀ + bias per column
-static void g0_gemm(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias, float* __restrict__ c) {
-#pragma omp parallel for num_threads(dnnc_threads) schedule(static)
-  for (i64 r = 0; r < 128; ++r) {
-    float* row = c + r / 128 * 0 + r % 128 * 512;
-    for (i64 j = 0; j < 512; ++j) row[j] = bias[j];
-  }
-  dnnc_sgemm_split(false, true, 128, 512, 784, 0x1p+0f, a, 784, b, 784, 0x1p+0f, c, 512);
-}
-
 // %h1 = relu(%1)
-static int k1_relu(const float* __restrict__ v_1, float* __restrict__ v_h1) {
-  #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
-  for (i64 i = 0; i < 65536; ++i) {
-    v_h1[i] = ((v_1[i] > 0x0p+0f) ? v_1[i] : 0x0p+0f);
+// C[128,512] = A · Bᵀ + bias per column, then g0_epilogue on each thread's rows
+static void g0_gemm(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias, float* __restrict__ c) {
+  const int t = dnnc_threads;
+#pragma omp parallel for num_threads(t) schedule(static)
+  for (int i = 0; i < t; ++i) {
+    const i64 r0 = 128 * i / t, r1 = 128 * (i + 1) / t;
+    for (i64 r = r0; r < r1; ++r)
+      for (i64 j = 0; j < 512; ++j) c[r * 512 + j] = bias[j];
+    dnnc_sgemm(false, true, r1 - r0, 512, 784, 0x1p+0f, a + r0 * 784, 784, b, 784, 0x1p+0f, c + r0 * 512, 512);
+    g0_epilogue(r0 * 512, r1 * 512, c);
+  }
+}
+
+// epilogue of g1_gemm: elements [begin, end) of C
+static int g1_epilogue(i64 begin, i64 end, float* __restrict__ v_h2) {
+  for (i64 i = begin; i < end; ++i) {
+    float c = v_h2[i];
+    v_h2[i] = ((c > 0x0p+0f) ? c : 0x0p+0f);
   }
   return 0;
 }
-
 // %2 = linear(%h1, @fc2.weight, @fc2.bias)
-// C[128,256] = A · Bᵀ + bias per column
-static void g2_gemm(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias, float* __restrict__ c) {
-#pragma omp parallel for num_threads(dnnc_threads) schedule(static)
-  for (i64 r = 0; r < 128; ++r) {
-    float* row = c + r / 128 * 0 + r % 128 * 256;
-    for (i64 j = 0; j < 256; ++j) row[j] = bias[j];
-  }
-  dnnc_sgemm_split(false, true, 128, 256, 512, 0x1p+0f, a, 512, b, 512, 0x1p+0f, c, 256);
-}
-
 // %h2 = relu(%2)
-static int k3_relu(const float* __restrict__ v_2, float* __restrict__ v_h2) {
-  #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
-  for (i64 i = 0; i < 32768; ++i) {
-    v_h2[i] = ((v_2[i] > 0x0p+0f) ? v_2[i] : 0x0p+0f);
+// C[128,256] = A · Bᵀ + bias per column, then g1_epilogue on each thread's rows
+static void g1_gemm(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias, float* __restrict__ c) {
+  const int t = dnnc_threads;
+#pragma omp parallel for num_threads(t) schedule(static)
+  for (int i = 0; i < t; ++i) {
+    const i64 r0 = 128 * i / t, r1 = 128 * (i + 1) / t;
+    for (i64 r = r0; r < r1; ++r)
+      for (i64 j = 0; j < 256; ++j) c[r * 256 + j] = bias[j];
+    dnnc_sgemm(false, true, r1 - r0, 256, 512, 0x1p+0f, a + r0 * 512, 512, b, 512, 0x1p+0f, c + r0 * 256, 256);
+    g1_epilogue(r0 * 256, r1 * 256, c);
   }
-  return 0;
 }
 
 // %logits = linear(%h2, @fc3.weight, @fc3.bias)
 // C[128,10] = A · Bᵀ + bias per column
-static void g4_gemm(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias, float* __restrict__ c) {
+static void g2_gemm(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias, float* __restrict__ c) {
   for (i64 r = 0; r < 128; ++r) {
     float* row = c + r / 128 * 0 + r % 128 * 10;
     for (i64 j = 0; j < 10; ++j) row[j] = bias[j];
@@ -134,22 +140,18 @@ static void g4_gemm(const float* __restrict__ a, const float* __restrict__ b, co
 
 extern "C" int dnnc_run(void** buffers) {
   const float* in_image = (const float*)buffers[0];  // input f32[128,1,28,28] image
-  const float* p_fc1_weight = (const float*)buffers[1];  // param f32[512,784] fc1.weight
-  const float* p_fc1_bias = (const float*)buffers[2];  // param f32[512] fc1.bias
-  const float* p_fc2_weight = (const float*)buffers[3];  // param f32[256,512] fc2.weight
-  const float* p_fc2_bias = (const float*)buffers[4];  // param f32[256] fc2.bias
-  const float* p_fc3_weight = (const float*)buffers[5];  // param f32[10,256] fc3.weight
-  const float* p_fc3_bias = (const float*)buffers[6];  // param f32[10] fc3.bias
+  float* p_fc1_weight = (float*)buffers[1];  // param f32[512,784] fc1.weight
+  float* p_fc1_bias = (float*)buffers[2];  // param f32[512] fc1.bias
+  float* p_fc2_weight = (float*)buffers[3];  // param f32[256,512] fc2.weight
+  float* p_fc2_bias = (float*)buffers[4];  // param f32[256] fc2.bias
+  float* p_fc3_weight = (float*)buffers[5];  // param f32[10,256] fc3.weight
+  float* p_fc3_bias = (float*)buffers[6];  // param f32[10] fc3.bias
   const float* v_0 = in_image;  // alias f32[128,784] 0
-  float* v_1 = (float*)buffers[8];  // intermediate f32[128,512] 1
-  float* v_h1 = (float*)buffers[9];  // intermediate f32[128,512] h1
-  float* v_2 = (float*)buffers[10];  // intermediate f32[128,256] 2
-  float* v_h2 = (float*)buffers[11];  // intermediate f32[128,256] h2
-  float* v_logits = (float*)buffers[12];  // intermediate f32[128,10] logits
-  g0_gemm(v_0, p_fc1_weight, p_fc1_bias, v_1);
-  k1_relu(v_1, v_h1);
-  g2_gemm(v_h1, p_fc2_weight, p_fc2_bias, v_2);
-  k3_relu(v_2, v_h2);
-  g4_gemm(v_h2, p_fc3_weight, p_fc3_bias, v_logits);
+  float* v_h1 = (float*)buffers[8];  // intermediate f32[128,512] h1
+  float* v_h2 = (float*)buffers[9];  // intermediate f32[128,256] h2
+  float* v_logits = (float*)buffers[10];  // intermediate f32[128,10] logits
+  g0_gemm(v_0, p_fc1_weight, p_fc1_bias, v_h1);
+  g1_gemm(v_h1, p_fc2_weight, p_fc2_bias, v_h2);
+  g2_gemm(v_h2, p_fc3_weight, p_fc3_bias, v_logits);
   return 0;
 }

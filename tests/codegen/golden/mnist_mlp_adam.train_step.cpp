@@ -82,49 +82,55 @@ static void dnnc_sgemm_split_k(bool ta, bool tb, i64 m, i64 n, i64 k, float alph
   __builtin_free(part);
 }
 
+// epilogue of g0_gemm: elements [begin, end) of C
+static int g0_epilogue(i64 begin, i64 end, float* __restrict__ v_h1) {
+  for (i64 i = begin; i < end; ++i) {
+    float c = v_h1[i];
+    v_h1[i] = ((c > 0x0p+0f) ? c : 0x0p+0f);
+  }
+  return 0;
+}
 // %1 = linear(%0, @fc1.weight, @fc1.bias)
-// C[128,512] = A · Bᵀ + bias per column
-static void g0_gemm(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias, float* __restrict__ c) {
-#pragma omp parallel for num_threads(dnnc_threads) schedule(static)
-  for (i64 r = 0; r < 128; ++r) {
-    float* row = c + r / 128 * 0 + r % 128 * 512;
-    for (i64 j = 0; j < 512; ++j) row[j] = bias[j];
-  }
-  dnnc_sgemm_split(false, true, 128, 512, 784, 0x1p+0f, a, 784, b, 784, 0x1p+0f, c, 512);
-}
-
 // %h1 = relu(%1)
-static int k1_relu(const float* __restrict__ v_1, float* __restrict__ v_h1) {
-  #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
-  for (i64 i = 0; i < 65536; ++i) {
-    v_h1[i] = ((v_1[i] > 0x0p+0f) ? v_1[i] : 0x0p+0f);
+// C[128,512] = A · Bᵀ + bias per column, then g0_epilogue on each thread's rows
+static void g0_gemm(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias, float* __restrict__ c) {
+  const int t = dnnc_threads;
+#pragma omp parallel for num_threads(t) schedule(static)
+  for (int i = 0; i < t; ++i) {
+    const i64 r0 = 128 * i / t, r1 = 128 * (i + 1) / t;
+    for (i64 r = r0; r < r1; ++r)
+      for (i64 j = 0; j < 512; ++j) c[r * 512 + j] = bias[j];
+    dnnc_sgemm(false, true, r1 - r0, 512, 784, 0x1p+0f, a + r0 * 784, 784, b, 784, 0x1p+0f, c + r0 * 512, 512);
+    g0_epilogue(r0 * 512, r1 * 512, c);
+  }
+}
+
+// epilogue of g1_gemm: elements [begin, end) of C
+static int g1_epilogue(i64 begin, i64 end, float* __restrict__ v_h2) {
+  for (i64 i = begin; i < end; ++i) {
+    float c = v_h2[i];
+    v_h2[i] = ((c > 0x0p+0f) ? c : 0x0p+0f);
   }
   return 0;
 }
-
 // %2 = linear(%h1, @fc2.weight, @fc2.bias)
-// C[128,256] = A · Bᵀ + bias per column
-static void g2_gemm(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias, float* __restrict__ c) {
-#pragma omp parallel for num_threads(dnnc_threads) schedule(static)
-  for (i64 r = 0; r < 128; ++r) {
-    float* row = c + r / 128 * 0 + r % 128 * 256;
-    for (i64 j = 0; j < 256; ++j) row[j] = bias[j];
-  }
-  dnnc_sgemm_split(false, true, 128, 256, 512, 0x1p+0f, a, 512, b, 512, 0x1p+0f, c, 256);
-}
-
 // %h2 = relu(%2)
-static int k3_relu(const float* __restrict__ v_2, float* __restrict__ v_h2) {
-  #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
-  for (i64 i = 0; i < 32768; ++i) {
-    v_h2[i] = ((v_2[i] > 0x0p+0f) ? v_2[i] : 0x0p+0f);
+// C[128,256] = A · Bᵀ + bias per column, then g1_epilogue on each thread's rows
+static void g1_gemm(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias, float* __restrict__ c) {
+  const int t = dnnc_threads;
+#pragma omp parallel for num_threads(t) schedule(static)
+  for (int i = 0; i < t; ++i) {
+    const i64 r0 = 128 * i / t, r1 = 128 * (i + 1) / t;
+    for (i64 r = r0; r < r1; ++r)
+      for (i64 j = 0; j < 256; ++j) c[r * 256 + j] = bias[j];
+    dnnc_sgemm(false, true, r1 - r0, 256, 512, 0x1p+0f, a + r0 * 512, 512, b, 512, 0x1p+0f, c + r0 * 256, 256);
+    g1_epilogue(r0 * 256, r1 * 256, c);
   }
-  return 0;
 }
 
 // %logits = linear(%h2, @fc3.weight, @fc3.bias)
 // C[128,10] = A · Bᵀ + bias per column
-static void g4_gemm(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias, float* __restrict__ c) {
+static void g2_gemm(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias, float* __restrict__ c) {
   for (i64 r = 0; r < 128; ++r) {
     float* row = c + r / 128 * 0 + r % 128 * 10;
     for (i64 j = 0; j < 10; ++j) row[j] = bias[j];
@@ -133,7 +139,7 @@ static void g4_gemm(const float* __restrict__ a, const float* __restrict__ b, co
 }
 
 // %loss = cross_entropy(%logits, %label)
-static int k5_cross_entropy(const float* __restrict__ v_logits, const i64* __restrict__ in_label, float* __restrict__ v_loss) {
+static int k3_cross_entropy(const float* __restrict__ v_logits, const i64* __restrict__ in_label, float* __restrict__ v_loss) {
   for (i64 b = 0; b < 128; ++b) {
     if (((in_label[b] < 0) || (in_label[b] >= 10))) return 1;
   }
@@ -154,13 +160,13 @@ static int k5_cross_entropy(const float* __restrict__ v_logits, const i64* __res
 }
 
 // %dloss = fill() {shape=[], value=1.0}
-static int k6_fill(float* __restrict__ v_dloss) {
+static int k4_fill(float* __restrict__ v_dloss) {
   v_dloss[0] = 0x1p+0f;
   return 0;
 }
 
 // %dlogits = cross_entropy_backward(%dloss, %logits, %label)
-static int k7_cross_entropy_backward(const float* __restrict__ v_dloss, const float* __restrict__ v_logits, const i64* __restrict__ in_label, float* __restrict__ v_dlogits) {
+static int k5_cross_entropy_backward(const float* __restrict__ v_dloss, const float* __restrict__ v_logits, const i64* __restrict__ in_label, float* __restrict__ v_dlogits) {
   for (i64 b = 0; b < 128; ++b) {
     if (((in_label[b] < 0) || (in_label[b] >= 10))) return 1;
   }
@@ -183,7 +189,7 @@ static int k7_cross_entropy_backward(const float* __restrict__ v_dloss, const fl
 }
 
 // %fc3.bias.grad = reduce_sum(%dlogits) {axes=[0], keepdim=false}
-static int k8_reduce_sum(const float* __restrict__ v_dlogits, float* __restrict__ v_fc3_bias_grad) {
+static int k6_reduce_sum(const float* __restrict__ v_dlogits, float* __restrict__ v_fc3_bias_grad) {
   for (i64 o = 0; o < 10; ++o) {
     v_fc3_bias_grad[o] = 0x0p+0f;
   }
@@ -195,23 +201,28 @@ static int k8_reduce_sum(const float* __restrict__ v_dlogits, float* __restrict_
   return 0;
 }
 
-// %dh2 = matmul(%dlogits, @fc3.weight) {transpose_a=false, transpose_b=false}
-// C[128,256] = A · B
-static void g9_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
-  dnnc_sgemm(false, false, 128, 256, 10, 0x1p+0f, a, 10, b, 256, 0x0p+0f, c, 256);
-}
-
-// %d2 = relu_backward(%dh2, %h2)
-static int k10_relu_backward(const float* __restrict__ v_dh2, const float* __restrict__ v_h2, float* __restrict__ v_d2) {
-  #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
-  for (i64 i = 0; i < 32768; ++i) {
-    v_d2[i] = ((v_h2[i] > 0x0p+0f) ? v_dh2[i] : 0x0p+0f);
+// epilogue of g7_gemm: elements [begin, end) of C
+static int g7_epilogue(i64 begin, i64 end, const float* __restrict__ v_h2, float* __restrict__ v_d2) {
+  for (i64 i = begin; i < end; ++i) {
+    float c = v_d2[i];
+    v_d2[i] = ((v_h2[i] > 0x0p+0f) ? c : 0x0p+0f);
   }
   return 0;
 }
+// %dh2 = matmul(%dlogits, @fc3.weight) {transpose_a=false, transpose_b=false}
+// %d2 = relu_backward(%dh2, %h2)
+// C[128,256] = A · B, then g7_epilogue on each thread's rows
+static void g7_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c, const float* __restrict__ e0) {
+  const int t = 1;
+  for (int i = 0; i < t; ++i) {
+    const i64 r0 = 128 * i / t, r1 = 128 * (i + 1) / t;
+    dnnc_sgemm(false, false, r1 - r0, 256, 10, 0x1p+0f, a + r0 * 10, 10, b, 256, 0x0p+0f, c + r0 * 256, 256);
+    g7_epilogue(r0 * 256, r1 * 256, e0, c);
+  }
+}
 
 // %fc2.bias.grad = reduce_sum(%d2) {axes=[0], keepdim=false}
-static int k11_reduce_sum(const float* __restrict__ v_d2, float* __restrict__ v_fc2_bias_grad) {
+static int k8_reduce_sum(const float* __restrict__ v_d2, float* __restrict__ v_fc2_bias_grad) {
   for (i64 o = 0; o < 256; ++o) {
     v_fc2_bias_grad[o] = 0x0p+0f;
   }
@@ -225,27 +236,33 @@ static int k11_reduce_sum(const float* __restrict__ v_d2, float* __restrict__ v_
 
 // %fc3.weight.grad = matmul(%dlogits, %h2) {transpose_a=true, transpose_b=false}
 // C[10,256] = Aᵀ · B
-static void g12_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
+static void g9_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
   dnnc_sgemm(true, false, 10, 256, 128, 0x1p+0f, a, 10, b, 256, 0x0p+0f, c, 256);
 }
 
-// %dh1 = matmul(%d2, @fc2.weight) {transpose_a=false, transpose_b=false}
-// C[128,512] = A · B
-static void g13_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
-  dnnc_sgemm_split(false, false, 128, 512, 256, 0x1p+0f, a, 256, b, 512, 0x0p+0f, c, 512);
-}
-
-// %d1 = relu_backward(%dh1, %h1)
-static int k14_relu_backward(const float* __restrict__ v_dh1, const float* __restrict__ v_h1, float* __restrict__ v_d1) {
-  #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
-  for (i64 i = 0; i < 65536; ++i) {
-    v_d1[i] = ((v_h1[i] > 0x0p+0f) ? v_dh1[i] : 0x0p+0f);
+// epilogue of g10_gemm: elements [begin, end) of C
+static int g10_epilogue(i64 begin, i64 end, const float* __restrict__ v_h1, float* __restrict__ v_d1) {
+  for (i64 i = begin; i < end; ++i) {
+    float c = v_d1[i];
+    v_d1[i] = ((v_h1[i] > 0x0p+0f) ? c : 0x0p+0f);
   }
   return 0;
 }
+// %dh1 = matmul(%d2, @fc2.weight) {transpose_a=false, transpose_b=false}
+// %d1 = relu_backward(%dh1, %h1)
+// C[128,512] = A · B, then g10_epilogue on each thread's rows
+static void g10_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c, const float* __restrict__ e0) {
+  const int t = dnnc_threads;
+#pragma omp parallel for num_threads(t) schedule(static)
+  for (int i = 0; i < t; ++i) {
+    const i64 r0 = 128 * i / t, r1 = 128 * (i + 1) / t;
+    dnnc_sgemm(false, false, r1 - r0, 512, 256, 0x1p+0f, a + r0 * 256, 256, b, 512, 0x0p+0f, c + r0 * 512, 512);
+    g10_epilogue(r0 * 512, r1 * 512, e0, c);
+  }
+}
 
 // %fc1.bias.grad = reduce_sum(%d1) {axes=[0], keepdim=false}
-static int k15_reduce_sum(const float* __restrict__ v_d1, float* __restrict__ v_fc1_bias_grad) {
+static int k11_reduce_sum(const float* __restrict__ v_d1, float* __restrict__ v_fc1_bias_grad) {
   for (i64 o = 0; o < 512; ++o) {
     v_fc1_bias_grad[o] = 0x0p+0f;
   }
@@ -259,25 +276,25 @@ static int k15_reduce_sum(const float* __restrict__ v_d1, float* __restrict__ v_
 
 // %fc2.weight.grad = matmul(%d2, %h1) {transpose_a=true, transpose_b=false}
 // C[256,512] = Aᵀ · B
-static void g16_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
+static void g12_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
   dnnc_sgemm_split(true, false, 256, 512, 128, 0x1p+0f, a, 256, b, 512, 0x0p+0f, c, 512);
 }
 
 // %fc1.weight.grad = matmul(%d1, %0) {transpose_a=true, transpose_b=false}
 // C[512,784] = Aᵀ · B
-static void g17_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
+static void g13_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
   dnnc_sgemm_split(true, false, 512, 784, 128, 0x1p+0f, a, 512, b, 784, 0x0p+0f, c, 784);
 }
 
 // %step = add_scalar(@dnnc.step) {value=1.0}
-static int k18_add_scalar(const float* __restrict__ p_dnnc_step, float* __restrict__ v_step) {
+static int k14_add_scalar(float* __restrict__ p_dnnc_step) {
   float s_0 = p_dnnc_step[0];
-  v_step[0] = (s_0 + 0x1p+0f);
+  p_dnnc_step[0] = (s_0 + 0x1p+0f);
   return 0;
 }
 
 // %fc1.weight.new, %3, %4 = adam_update(@fc1.weight, %fc1.weight.grad, @fc1.weight.exp_avg, @fc1.weight.exp_avg_sq, %step) {beta1=0.9, beta2=0.999, decoupled=false, eps=1e-08, lr=0.001, weight_decay=0.0}
-static int k19_adam_update(const float* __restrict__ p_fc1_weight, const float* __restrict__ v_fc1_weight_grad, const float* __restrict__ p_fc1_weight_exp_avg, const float* __restrict__ p_fc1_weight_exp_avg_sq, const float* __restrict__ v_step, float* __restrict__ v_fc1_weight_new, float* __restrict__ v_3, float* __restrict__ v_4) {
+static int k15_adam_update(float* __restrict__ p_fc1_weight, const float* __restrict__ v_fc1_weight_grad, float* __restrict__ p_fc1_weight_exp_avg, float* __restrict__ p_fc1_weight_exp_avg_sq, const float* __restrict__ v_step) {
   float s_0 = v_step[0];
   if ((!(s_0 >= 0x1p+0f))) return 1;
   float neg_step_size = ((float)(-(0x1.0624dd2f1a9fcp-10 / (0x1p+0 - __builtin_pow(0x1.ccccccccccccdp-1, ((double)s_0))))));
@@ -285,34 +302,34 @@ static int k19_adam_update(const float* __restrict__ p_fc1_weight, const float* 
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 i = 0; i < 401408; ++i) {
     float t = (p_fc1_weight[i] + ((neg_step_size * (p_fc1_weight_exp_avg[i] + (0x1.99999ap-4f * (v_fc1_weight_grad[i] - p_fc1_weight_exp_avg[i])))) / ((__builtin_sqrtf(((p_fc1_weight_exp_avg_sq[i] * 0x1.ff7ceep-1f) + ((0x1.0624dep-10f * v_fc1_weight_grad[i]) * v_fc1_weight_grad[i]))) / bc2_sqrt) + 0x1.5798eep-27f)));
-    v_fc1_weight_new[i] = t;
+    p_fc1_weight[i] = t;
     float t1 = (p_fc1_weight_exp_avg[i] + (0x1.99999ap-4f * (v_fc1_weight_grad[i] - p_fc1_weight_exp_avg[i])));
-    v_3[i] = t1;
+    p_fc1_weight_exp_avg[i] = t1;
     float t2 = ((p_fc1_weight_exp_avg_sq[i] * 0x1.ff7ceep-1f) + ((0x1.0624dep-10f * v_fc1_weight_grad[i]) * v_fc1_weight_grad[i]));
-    v_4[i] = t2;
+    p_fc1_weight_exp_avg_sq[i] = t2;
   }
   return 0;
 }
 
 // %fc1.bias.new, %5, %6 = adam_update(@fc1.bias, %fc1.bias.grad, @fc1.bias.exp_avg, @fc1.bias.exp_avg_sq, %step) {beta1=0.9, beta2=0.999, decoupled=false, eps=1e-08, lr=0.001, weight_decay=0.0}
-static int k20_adam_update(const float* __restrict__ p_fc1_bias, const float* __restrict__ v_fc1_bias_grad, const float* __restrict__ p_fc1_bias_exp_avg, const float* __restrict__ p_fc1_bias_exp_avg_sq, const float* __restrict__ v_step, float* __restrict__ v_fc1_bias_new, float* __restrict__ v_5, float* __restrict__ v_6) {
+static int k16_adam_update(float* __restrict__ p_fc1_bias, const float* __restrict__ v_fc1_bias_grad, float* __restrict__ p_fc1_bias_exp_avg, float* __restrict__ p_fc1_bias_exp_avg_sq, const float* __restrict__ v_step) {
   float s_0 = v_step[0];
   if ((!(s_0 >= 0x1p+0f))) return 1;
   float neg_step_size = ((float)(-(0x1.0624dd2f1a9fcp-10 / (0x1p+0 - __builtin_pow(0x1.ccccccccccccdp-1, ((double)s_0))))));
   float bc2_sqrt = ((float)__builtin_sqrt((0x1p+0 - __builtin_pow(0x1.ff7ced916872bp-1, ((double)s_0)))));
   for (i64 i = 0; i < 512; ++i) {
     float t = (p_fc1_bias[i] + ((neg_step_size * (p_fc1_bias_exp_avg[i] + (0x1.99999ap-4f * (v_fc1_bias_grad[i] - p_fc1_bias_exp_avg[i])))) / ((__builtin_sqrtf(((p_fc1_bias_exp_avg_sq[i] * 0x1.ff7ceep-1f) + ((0x1.0624dep-10f * v_fc1_bias_grad[i]) * v_fc1_bias_grad[i]))) / bc2_sqrt) + 0x1.5798eep-27f)));
-    v_fc1_bias_new[i] = t;
+    p_fc1_bias[i] = t;
     float t1 = (p_fc1_bias_exp_avg[i] + (0x1.99999ap-4f * (v_fc1_bias_grad[i] - p_fc1_bias_exp_avg[i])));
-    v_5[i] = t1;
+    p_fc1_bias_exp_avg[i] = t1;
     float t2 = ((p_fc1_bias_exp_avg_sq[i] * 0x1.ff7ceep-1f) + ((0x1.0624dep-10f * v_fc1_bias_grad[i]) * v_fc1_bias_grad[i]));
-    v_6[i] = t2;
+    p_fc1_bias_exp_avg_sq[i] = t2;
   }
   return 0;
 }
 
 // %fc2.weight.new, %7, %8 = adam_update(@fc2.weight, %fc2.weight.grad, @fc2.weight.exp_avg, @fc2.weight.exp_avg_sq, %step) {beta1=0.9, beta2=0.999, decoupled=false, eps=1e-08, lr=0.001, weight_decay=0.0}
-static int k21_adam_update(const float* __restrict__ p_fc2_weight, const float* __restrict__ v_fc2_weight_grad, const float* __restrict__ p_fc2_weight_exp_avg, const float* __restrict__ p_fc2_weight_exp_avg_sq, const float* __restrict__ v_step, float* __restrict__ v_fc2_weight_new, float* __restrict__ v_7, float* __restrict__ v_8) {
+static int k17_adam_update(float* __restrict__ p_fc2_weight, const float* __restrict__ v_fc2_weight_grad, float* __restrict__ p_fc2_weight_exp_avg, float* __restrict__ p_fc2_weight_exp_avg_sq, const float* __restrict__ v_step) {
   float s_0 = v_step[0];
   if ((!(s_0 >= 0x1p+0f))) return 1;
   float neg_step_size = ((float)(-(0x1.0624dd2f1a9fcp-10 / (0x1p+0 - __builtin_pow(0x1.ccccccccccccdp-1, ((double)s_0))))));
@@ -320,62 +337,62 @@ static int k21_adam_update(const float* __restrict__ p_fc2_weight, const float* 
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 i = 0; i < 131072; ++i) {
     float t = (p_fc2_weight[i] + ((neg_step_size * (p_fc2_weight_exp_avg[i] + (0x1.99999ap-4f * (v_fc2_weight_grad[i] - p_fc2_weight_exp_avg[i])))) / ((__builtin_sqrtf(((p_fc2_weight_exp_avg_sq[i] * 0x1.ff7ceep-1f) + ((0x1.0624dep-10f * v_fc2_weight_grad[i]) * v_fc2_weight_grad[i]))) / bc2_sqrt) + 0x1.5798eep-27f)));
-    v_fc2_weight_new[i] = t;
+    p_fc2_weight[i] = t;
     float t1 = (p_fc2_weight_exp_avg[i] + (0x1.99999ap-4f * (v_fc2_weight_grad[i] - p_fc2_weight_exp_avg[i])));
-    v_7[i] = t1;
+    p_fc2_weight_exp_avg[i] = t1;
     float t2 = ((p_fc2_weight_exp_avg_sq[i] * 0x1.ff7ceep-1f) + ((0x1.0624dep-10f * v_fc2_weight_grad[i]) * v_fc2_weight_grad[i]));
-    v_8[i] = t2;
+    p_fc2_weight_exp_avg_sq[i] = t2;
   }
   return 0;
 }
 
 // %fc2.bias.new, %9, %10 = adam_update(@fc2.bias, %fc2.bias.grad, @fc2.bias.exp_avg, @fc2.bias.exp_avg_sq, %step) {beta1=0.9, beta2=0.999, decoupled=false, eps=1e-08, lr=0.001, weight_decay=0.0}
-static int k22_adam_update(const float* __restrict__ p_fc2_bias, const float* __restrict__ v_fc2_bias_grad, const float* __restrict__ p_fc2_bias_exp_avg, const float* __restrict__ p_fc2_bias_exp_avg_sq, const float* __restrict__ v_step, float* __restrict__ v_fc2_bias_new, float* __restrict__ v_9, float* __restrict__ v_10) {
+static int k18_adam_update(float* __restrict__ p_fc2_bias, const float* __restrict__ v_fc2_bias_grad, float* __restrict__ p_fc2_bias_exp_avg, float* __restrict__ p_fc2_bias_exp_avg_sq, const float* __restrict__ v_step) {
   float s_0 = v_step[0];
   if ((!(s_0 >= 0x1p+0f))) return 1;
   float neg_step_size = ((float)(-(0x1.0624dd2f1a9fcp-10 / (0x1p+0 - __builtin_pow(0x1.ccccccccccccdp-1, ((double)s_0))))));
   float bc2_sqrt = ((float)__builtin_sqrt((0x1p+0 - __builtin_pow(0x1.ff7ced916872bp-1, ((double)s_0)))));
   for (i64 i = 0; i < 256; ++i) {
     float t = (p_fc2_bias[i] + ((neg_step_size * (p_fc2_bias_exp_avg[i] + (0x1.99999ap-4f * (v_fc2_bias_grad[i] - p_fc2_bias_exp_avg[i])))) / ((__builtin_sqrtf(((p_fc2_bias_exp_avg_sq[i] * 0x1.ff7ceep-1f) + ((0x1.0624dep-10f * v_fc2_bias_grad[i]) * v_fc2_bias_grad[i]))) / bc2_sqrt) + 0x1.5798eep-27f)));
-    v_fc2_bias_new[i] = t;
+    p_fc2_bias[i] = t;
     float t1 = (p_fc2_bias_exp_avg[i] + (0x1.99999ap-4f * (v_fc2_bias_grad[i] - p_fc2_bias_exp_avg[i])));
-    v_9[i] = t1;
+    p_fc2_bias_exp_avg[i] = t1;
     float t2 = ((p_fc2_bias_exp_avg_sq[i] * 0x1.ff7ceep-1f) + ((0x1.0624dep-10f * v_fc2_bias_grad[i]) * v_fc2_bias_grad[i]));
-    v_10[i] = t2;
+    p_fc2_bias_exp_avg_sq[i] = t2;
   }
   return 0;
 }
 
 // %fc3.weight.new, %11, %12 = adam_update(@fc3.weight, %fc3.weight.grad, @fc3.weight.exp_avg, @fc3.weight.exp_avg_sq, %step) {beta1=0.9, beta2=0.999, decoupled=false, eps=1e-08, lr=0.001, weight_decay=0.0}
-static int k23_adam_update(const float* __restrict__ p_fc3_weight, const float* __restrict__ v_fc3_weight_grad, const float* __restrict__ p_fc3_weight_exp_avg, const float* __restrict__ p_fc3_weight_exp_avg_sq, const float* __restrict__ v_step, float* __restrict__ v_fc3_weight_new, float* __restrict__ v_11, float* __restrict__ v_12) {
+static int k19_adam_update(float* __restrict__ p_fc3_weight, const float* __restrict__ v_fc3_weight_grad, float* __restrict__ p_fc3_weight_exp_avg, float* __restrict__ p_fc3_weight_exp_avg_sq, const float* __restrict__ v_step) {
   float s_0 = v_step[0];
   if ((!(s_0 >= 0x1p+0f))) return 1;
   float neg_step_size = ((float)(-(0x1.0624dd2f1a9fcp-10 / (0x1p+0 - __builtin_pow(0x1.ccccccccccccdp-1, ((double)s_0))))));
   float bc2_sqrt = ((float)__builtin_sqrt((0x1p+0 - __builtin_pow(0x1.ff7ced916872bp-1, ((double)s_0)))));
   for (i64 i = 0; i < 2560; ++i) {
     float t = (p_fc3_weight[i] + ((neg_step_size * (p_fc3_weight_exp_avg[i] + (0x1.99999ap-4f * (v_fc3_weight_grad[i] - p_fc3_weight_exp_avg[i])))) / ((__builtin_sqrtf(((p_fc3_weight_exp_avg_sq[i] * 0x1.ff7ceep-1f) + ((0x1.0624dep-10f * v_fc3_weight_grad[i]) * v_fc3_weight_grad[i]))) / bc2_sqrt) + 0x1.5798eep-27f)));
-    v_fc3_weight_new[i] = t;
+    p_fc3_weight[i] = t;
     float t1 = (p_fc3_weight_exp_avg[i] + (0x1.99999ap-4f * (v_fc3_weight_grad[i] - p_fc3_weight_exp_avg[i])));
-    v_11[i] = t1;
+    p_fc3_weight_exp_avg[i] = t1;
     float t2 = ((p_fc3_weight_exp_avg_sq[i] * 0x1.ff7ceep-1f) + ((0x1.0624dep-10f * v_fc3_weight_grad[i]) * v_fc3_weight_grad[i]));
-    v_12[i] = t2;
+    p_fc3_weight_exp_avg_sq[i] = t2;
   }
   return 0;
 }
 
 // %fc3.bias.new, %13, %14 = adam_update(@fc3.bias, %fc3.bias.grad, @fc3.bias.exp_avg, @fc3.bias.exp_avg_sq, %step) {beta1=0.9, beta2=0.999, decoupled=false, eps=1e-08, lr=0.001, weight_decay=0.0}
-static int k24_adam_update(const float* __restrict__ p_fc3_bias, const float* __restrict__ v_fc3_bias_grad, const float* __restrict__ p_fc3_bias_exp_avg, const float* __restrict__ p_fc3_bias_exp_avg_sq, const float* __restrict__ v_step, float* __restrict__ v_fc3_bias_new, float* __restrict__ v_13, float* __restrict__ v_14) {
+static int k20_adam_update(float* __restrict__ p_fc3_bias, const float* __restrict__ v_fc3_bias_grad, float* __restrict__ p_fc3_bias_exp_avg, float* __restrict__ p_fc3_bias_exp_avg_sq, const float* __restrict__ v_step) {
   float s_0 = v_step[0];
   if ((!(s_0 >= 0x1p+0f))) return 1;
   float neg_step_size = ((float)(-(0x1.0624dd2f1a9fcp-10 / (0x1p+0 - __builtin_pow(0x1.ccccccccccccdp-1, ((double)s_0))))));
   float bc2_sqrt = ((float)__builtin_sqrt((0x1p+0 - __builtin_pow(0x1.ff7ced916872bp-1, ((double)s_0)))));
   for (i64 i = 0; i < 10; ++i) {
     float t = (p_fc3_bias[i] + ((neg_step_size * (p_fc3_bias_exp_avg[i] + (0x1.99999ap-4f * (v_fc3_bias_grad[i] - p_fc3_bias_exp_avg[i])))) / ((__builtin_sqrtf(((p_fc3_bias_exp_avg_sq[i] * 0x1.ff7ceep-1f) + ((0x1.0624dep-10f * v_fc3_bias_grad[i]) * v_fc3_bias_grad[i]))) / bc2_sqrt) + 0x1.5798eep-27f)));
-    v_fc3_bias_new[i] = t;
+    p_fc3_bias[i] = t;
     float t1 = (p_fc3_bias_exp_avg[i] + (0x1.99999ap-4f * (v_fc3_bias_grad[i] - p_fc3_bias_exp_avg[i])));
-    v_13[i] = t1;
+    p_fc3_bias_exp_avg[i] = t1;
     float t2 = ((p_fc3_bias_exp_avg_sq[i] * 0x1.ff7ceep-1f) + ((0x1.0624dep-10f * v_fc3_bias_grad[i]) * v_fc3_bias_grad[i]));
-    v_14[i] = t2;
+    p_fc3_bias_exp_avg_sq[i] = t2;
   }
   return 0;
 }
@@ -383,87 +400,79 @@ static int k24_adam_update(const float* __restrict__ p_fc3_bias, const float* __
 extern "C" int dnnc_run(void** buffers) {
   const float* in_image = (const float*)buffers[0];  // input f32[128,1,28,28] image
   const i64* in_label = (const i64*)buffers[1];  // input i64[128] label
-  const float* p_fc1_weight = (const float*)buffers[2];  // param f32[512,784] fc1.weight
-  const float* p_fc1_bias = (const float*)buffers[3];  // param f32[512] fc1.bias
-  const float* p_fc2_weight = (const float*)buffers[4];  // param f32[256,512] fc2.weight
-  const float* p_fc2_bias = (const float*)buffers[5];  // param f32[256] fc2.bias
-  const float* p_fc3_weight = (const float*)buffers[6];  // param f32[10,256] fc3.weight
-  const float* p_fc3_bias = (const float*)buffers[7];  // param f32[10] fc3.bias
-  const float* p_dnnc_step = (const float*)buffers[8];  // param f32[] dnnc.step
-  const float* p_fc1_weight_exp_avg = (const float*)buffers[9];  // param f32[512,784] fc1.weight.exp_avg
-  const float* p_fc1_weight_exp_avg_sq = (const float*)buffers[10];  // param f32[512,784] fc1.weight.exp_avg_sq
-  const float* p_fc1_bias_exp_avg = (const float*)buffers[11];  // param f32[512] fc1.bias.exp_avg
-  const float* p_fc1_bias_exp_avg_sq = (const float*)buffers[12];  // param f32[512] fc1.bias.exp_avg_sq
-  const float* p_fc2_weight_exp_avg = (const float*)buffers[13];  // param f32[256,512] fc2.weight.exp_avg
-  const float* p_fc2_weight_exp_avg_sq = (const float*)buffers[14];  // param f32[256,512] fc2.weight.exp_avg_sq
-  const float* p_fc2_bias_exp_avg = (const float*)buffers[15];  // param f32[256] fc2.bias.exp_avg
-  const float* p_fc2_bias_exp_avg_sq = (const float*)buffers[16];  // param f32[256] fc2.bias.exp_avg_sq
-  const float* p_fc3_weight_exp_avg = (const float*)buffers[17];  // param f32[10,256] fc3.weight.exp_avg
-  const float* p_fc3_weight_exp_avg_sq = (const float*)buffers[18];  // param f32[10,256] fc3.weight.exp_avg_sq
-  const float* p_fc3_bias_exp_avg = (const float*)buffers[19];  // param f32[10] fc3.bias.exp_avg
-  const float* p_fc3_bias_exp_avg_sq = (const float*)buffers[20];  // param f32[10] fc3.bias.exp_avg_sq
+  float* p_fc1_weight = (float*)buffers[2];  // param f32[512,784] fc1.weight
+  float* p_fc1_bias = (float*)buffers[3];  // param f32[512] fc1.bias
+  float* p_fc2_weight = (float*)buffers[4];  // param f32[256,512] fc2.weight
+  float* p_fc2_bias = (float*)buffers[5];  // param f32[256] fc2.bias
+  float* p_fc3_weight = (float*)buffers[6];  // param f32[10,256] fc3.weight
+  float* p_fc3_bias = (float*)buffers[7];  // param f32[10] fc3.bias
+  float* p_dnnc_step = (float*)buffers[8];  // param f32[] dnnc.step
+  float* p_fc1_weight_exp_avg = (float*)buffers[9];  // param f32[512,784] fc1.weight.exp_avg
+  float* p_fc1_weight_exp_avg_sq = (float*)buffers[10];  // param f32[512,784] fc1.weight.exp_avg_sq
+  float* p_fc1_bias_exp_avg = (float*)buffers[11];  // param f32[512] fc1.bias.exp_avg
+  float* p_fc1_bias_exp_avg_sq = (float*)buffers[12];  // param f32[512] fc1.bias.exp_avg_sq
+  float* p_fc2_weight_exp_avg = (float*)buffers[13];  // param f32[256,512] fc2.weight.exp_avg
+  float* p_fc2_weight_exp_avg_sq = (float*)buffers[14];  // param f32[256,512] fc2.weight.exp_avg_sq
+  float* p_fc2_bias_exp_avg = (float*)buffers[15];  // param f32[256] fc2.bias.exp_avg
+  float* p_fc2_bias_exp_avg_sq = (float*)buffers[16];  // param f32[256] fc2.bias.exp_avg_sq
+  float* p_fc3_weight_exp_avg = (float*)buffers[17];  // param f32[10,256] fc3.weight.exp_avg
+  float* p_fc3_weight_exp_avg_sq = (float*)buffers[18];  // param f32[10,256] fc3.weight.exp_avg_sq
+  float* p_fc3_bias_exp_avg = (float*)buffers[19];  // param f32[10] fc3.bias.exp_avg
+  float* p_fc3_bias_exp_avg_sq = (float*)buffers[20];  // param f32[10] fc3.bias.exp_avg_sq
   const float* v_0 = in_image;  // alias f32[128,784] 0
-  float* v_1 = (float*)buffers[22];  // intermediate f32[128,512] 1
-  float* v_h1 = (float*)buffers[23];  // intermediate f32[128,512] h1
-  float* v_2 = (float*)buffers[24];  // intermediate f32[128,256] 2
-  float* v_h2 = (float*)buffers[25];  // intermediate f32[128,256] h2
-  float* v_logits = (float*)buffers[26];  // intermediate f32[128,10] logits
-  float* v_loss = (float*)buffers[27];  // intermediate f32[] loss
-  float* v_dloss = (float*)buffers[28];  // intermediate f32[] dloss
-  float* v_dlogits = (float*)buffers[29];  // intermediate f32[128,10] dlogits
-  float* v_fc3_bias_grad = (float*)buffers[30];  // intermediate f32[10] fc3.bias.grad
-  float* v_dh2 = (float*)buffers[31];  // intermediate f32[128,256] dh2
-  float* v_d2 = (float*)buffers[32];  // intermediate f32[128,256] d2
-  float* v_fc2_bias_grad = (float*)buffers[33];  // intermediate f32[256] fc2.bias.grad
-  float* v_fc3_weight_grad = (float*)buffers[34];  // intermediate f32[10,256] fc3.weight.grad
-  float* v_dh1 = (float*)buffers[35];  // intermediate f32[128,512] dh1
-  float* v_d1 = (float*)buffers[36];  // intermediate f32[128,512] d1
-  float* v_fc1_bias_grad = (float*)buffers[37];  // intermediate f32[512] fc1.bias.grad
-  float* v_fc2_weight_grad = (float*)buffers[38];  // intermediate f32[256,512] fc2.weight.grad
-  float* v_fc1_weight_grad = (float*)buffers[39];  // intermediate f32[512,784] fc1.weight.grad
-  float* v_step = (float*)buffers[40];  // intermediate f32[] step
-  float* v_fc1_weight_new = (float*)buffers[41];  // intermediate f32[512,784] fc1.weight.new
-  float* v_3 = (float*)buffers[42];  // intermediate f32[512,784] 3
-  float* v_4 = (float*)buffers[43];  // intermediate f32[512,784] 4
-  float* v_fc1_bias_new = (float*)buffers[44];  // intermediate f32[512] fc1.bias.new
-  float* v_5 = (float*)buffers[45];  // intermediate f32[512] 5
-  float* v_6 = (float*)buffers[46];  // intermediate f32[512] 6
-  float* v_fc2_weight_new = (float*)buffers[47];  // intermediate f32[256,512] fc2.weight.new
-  float* v_7 = (float*)buffers[48];  // intermediate f32[256,512] 7
-  float* v_8 = (float*)buffers[49];  // intermediate f32[256,512] 8
-  float* v_fc2_bias_new = (float*)buffers[50];  // intermediate f32[256] fc2.bias.new
-  float* v_9 = (float*)buffers[51];  // intermediate f32[256] 9
-  float* v_10 = (float*)buffers[52];  // intermediate f32[256] 10
-  float* v_fc3_weight_new = (float*)buffers[53];  // intermediate f32[10,256] fc3.weight.new
-  float* v_11 = (float*)buffers[54];  // intermediate f32[10,256] 11
-  float* v_12 = (float*)buffers[55];  // intermediate f32[10,256] 12
-  float* v_fc3_bias_new = (float*)buffers[56];  // intermediate f32[10] fc3.bias.new
-  float* v_13 = (float*)buffers[57];  // intermediate f32[10] 13
-  float* v_14 = (float*)buffers[58];  // intermediate f32[10] 14
-  g0_gemm(v_0, p_fc1_weight, p_fc1_bias, v_1);
-  k1_relu(v_1, v_h1);
-  g2_gemm(v_h1, p_fc2_weight, p_fc2_bias, v_2);
-  k3_relu(v_2, v_h2);
-  g4_gemm(v_h2, p_fc3_weight, p_fc3_bias, v_logits);
-  if (int e = k5_cross_entropy(v_logits, in_label, v_loss)) return 0 + e;
-  k6_fill(v_dloss);
-  if (int e = k7_cross_entropy_backward(v_dloss, v_logits, in_label, v_dlogits)) return 1 + e;
-  k8_reduce_sum(v_dlogits, v_fc3_bias_grad);
-  g9_gemm(v_dlogits, p_fc3_weight, v_dh2);
-  k10_relu_backward(v_dh2, v_h2, v_d2);
-  k11_reduce_sum(v_d2, v_fc2_bias_grad);
-  g12_gemm(v_dlogits, v_h2, v_fc3_weight_grad);
-  g13_gemm(v_d2, p_fc2_weight, v_dh1);
-  k14_relu_backward(v_dh1, v_h1, v_d1);
-  k15_reduce_sum(v_d1, v_fc1_bias_grad);
-  g16_gemm(v_d2, v_h1, v_fc2_weight_grad);
-  g17_gemm(v_d1, v_0, v_fc1_weight_grad);
-  k18_add_scalar(p_dnnc_step, v_step);
-  if (int e = k19_adam_update(p_fc1_weight, v_fc1_weight_grad, p_fc1_weight_exp_avg, p_fc1_weight_exp_avg_sq, v_step, v_fc1_weight_new, v_3, v_4)) return 2 + e;
-  if (int e = k20_adam_update(p_fc1_bias, v_fc1_bias_grad, p_fc1_bias_exp_avg, p_fc1_bias_exp_avg_sq, v_step, v_fc1_bias_new, v_5, v_6)) return 3 + e;
-  if (int e = k21_adam_update(p_fc2_weight, v_fc2_weight_grad, p_fc2_weight_exp_avg, p_fc2_weight_exp_avg_sq, v_step, v_fc2_weight_new, v_7, v_8)) return 4 + e;
-  if (int e = k22_adam_update(p_fc2_bias, v_fc2_bias_grad, p_fc2_bias_exp_avg, p_fc2_bias_exp_avg_sq, v_step, v_fc2_bias_new, v_9, v_10)) return 5 + e;
-  if (int e = k23_adam_update(p_fc3_weight, v_fc3_weight_grad, p_fc3_weight_exp_avg, p_fc3_weight_exp_avg_sq, v_step, v_fc3_weight_new, v_11, v_12)) return 6 + e;
-  if (int e = k24_adam_update(p_fc3_bias, v_fc3_bias_grad, p_fc3_bias_exp_avg, p_fc3_bias_exp_avg_sq, v_step, v_fc3_bias_new, v_13, v_14)) return 7 + e;
+  float* v_h1 = (float*)buffers[22];  // intermediate f32[128,512] h1
+  float* v_h2 = (float*)buffers[23];  // intermediate f32[128,256] h2
+  float* v_logits = (float*)buffers[24];  // intermediate f32[128,10] logits
+  float* v_loss = (float*)buffers[25];  // intermediate f32[] loss
+  float* v_dloss = (float*)buffers[26];  // intermediate f32[] dloss
+  float* v_dlogits = (float*)buffers[27];  // intermediate f32[128,10] dlogits
+  float* v_fc3_bias_grad = (float*)buffers[28];  // intermediate f32[10] fc3.bias.grad
+  float* v_d2 = (float*)buffers[29];  // intermediate f32[128,256] d2
+  float* v_fc2_bias_grad = (float*)buffers[30];  // intermediate f32[256] fc2.bias.grad
+  float* v_fc3_weight_grad = (float*)buffers[31];  // intermediate f32[10,256] fc3.weight.grad
+  float* v_d1 = (float*)buffers[32];  // intermediate f32[128,512] d1
+  float* v_fc1_bias_grad = (float*)buffers[33];  // intermediate f32[512] fc1.bias.grad
+  float* v_fc2_weight_grad = (float*)buffers[34];  // intermediate f32[256,512] fc2.weight.grad
+  float* v_fc1_weight_grad = (float*)buffers[35];  // intermediate f32[512,784] fc1.weight.grad
+  float* v_step = p_dnnc_step;  // alias f32[] step
+  float* v_fc1_weight_new = p_fc1_weight;  // alias f32[512,784] fc1.weight.new
+  float* v_3 = p_fc1_weight_exp_avg;  // alias f32[512,784] 3
+  float* v_4 = p_fc1_weight_exp_avg_sq;  // alias f32[512,784] 4
+  float* v_fc1_bias_new = p_fc1_bias;  // alias f32[512] fc1.bias.new
+  float* v_5 = p_fc1_bias_exp_avg;  // alias f32[512] 5
+  float* v_6 = p_fc1_bias_exp_avg_sq;  // alias f32[512] 6
+  float* v_fc2_weight_new = p_fc2_weight;  // alias f32[256,512] fc2.weight.new
+  float* v_7 = p_fc2_weight_exp_avg;  // alias f32[256,512] 7
+  float* v_8 = p_fc2_weight_exp_avg_sq;  // alias f32[256,512] 8
+  float* v_fc2_bias_new = p_fc2_bias;  // alias f32[256] fc2.bias.new
+  float* v_9 = p_fc2_bias_exp_avg;  // alias f32[256] 9
+  float* v_10 = p_fc2_bias_exp_avg_sq;  // alias f32[256] 10
+  float* v_fc3_weight_new = p_fc3_weight;  // alias f32[10,256] fc3.weight.new
+  float* v_11 = p_fc3_weight_exp_avg;  // alias f32[10,256] 11
+  float* v_12 = p_fc3_weight_exp_avg_sq;  // alias f32[10,256] 12
+  float* v_fc3_bias_new = p_fc3_bias;  // alias f32[10] fc3.bias.new
+  float* v_13 = p_fc3_bias_exp_avg;  // alias f32[10] 13
+  float* v_14 = p_fc3_bias_exp_avg_sq;  // alias f32[10] 14
+  g0_gemm(v_0, p_fc1_weight, p_fc1_bias, v_h1);
+  g1_gemm(v_h1, p_fc2_weight, p_fc2_bias, v_h2);
+  g2_gemm(v_h2, p_fc3_weight, p_fc3_bias, v_logits);
+  if (int e = k3_cross_entropy(v_logits, in_label, v_loss)) return 0 + e;
+  k4_fill(v_dloss);
+  if (int e = k5_cross_entropy_backward(v_dloss, v_logits, in_label, v_dlogits)) return 1 + e;
+  k6_reduce_sum(v_dlogits, v_fc3_bias_grad);
+  g7_gemm(v_dlogits, p_fc3_weight, v_d2, v_h2);
+  k8_reduce_sum(v_d2, v_fc2_bias_grad);
+  g9_gemm(v_dlogits, v_h2, v_fc3_weight_grad);
+  g10_gemm(v_d2, p_fc2_weight, v_d1, v_h1);
+  k11_reduce_sum(v_d1, v_fc1_bias_grad);
+  g12_gemm(v_d2, v_h1, v_fc2_weight_grad);
+  g13_gemm(v_d1, v_0, v_fc1_weight_grad);
+  k14_add_scalar(p_dnnc_step);
+  if (int e = k15_adam_update(p_fc1_weight, v_fc1_weight_grad, p_fc1_weight_exp_avg, p_fc1_weight_exp_avg_sq, v_step)) return 2 + e;
+  if (int e = k16_adam_update(p_fc1_bias, v_fc1_bias_grad, p_fc1_bias_exp_avg, p_fc1_bias_exp_avg_sq, v_step)) return 3 + e;
+  if (int e = k17_adam_update(p_fc2_weight, v_fc2_weight_grad, p_fc2_weight_exp_avg, p_fc2_weight_exp_avg_sq, v_step)) return 4 + e;
+  if (int e = k18_adam_update(p_fc2_bias, v_fc2_bias_grad, p_fc2_bias_exp_avg, p_fc2_bias_exp_avg_sq, v_step)) return 5 + e;
+  if (int e = k19_adam_update(p_fc3_weight, v_fc3_weight_grad, p_fc3_weight_exp_avg, p_fc3_weight_exp_avg_sq, v_step)) return 6 + e;
+  if (int e = k20_adam_update(p_fc3_bias, v_fc3_bias_grad, p_fc3_bias_exp_avg, p_fc3_bias_exp_avg_sq, v_step)) return 7 + e;
   return 0;
 }
