@@ -125,6 +125,36 @@ void lower_conv2d(LowerCtx& ctx, const ir::Node& n, const ir::Attrs& a) {
   int bias = has_bias ? d.read(ctx.buffer(n.inputs[2])) : -1;
   int y = d.write(ctx.define(n.outputs[0]));
   KernelBuilder& kb = d.kb;
+  if (g.p0 == 0 && g.p1 == 0 && g.k() <= ctx.options.direct_conv_max_k) {
+    // No padding: every tap of every output cell is inside the image, so each output is one
+    // register accumulation over its taps (unrolled here, weights hoisted out of the plane), in
+    // the reference's order, and the loop over a row's cells vectorizes.
+    kb.loop("bo", g.b * g.o, ctx.parallel(product(ys) * g.k()), [&](Expr bo) {
+      Expr b = kb.let("b", bo / i64c(g.o));
+      Expr o = kb.let("o", bo % i64c(g.o));
+      Expr c0 = g.groups == 1 ? i64c(0) : kb.let("c0", o / i64c(g.og) * i64c(g.cg));
+      Expr xbase = kb.let("xbase", (b * i64c(g.c) + c0) * i64c(g.h * g.w));
+      Expr wbase = kb.let("wbase", o * i64c(g.k()));
+      std::vector<Expr> wv;
+      for (int64_t t = 0; t < g.k(); ++t) wv.push_back(kb.let("w" + std::to_string(t), kb.load(w, wbase + i64c(t))));
+      Expr init = has_bias ? kb.let("bias", kb.load(bias, o)) : f32c(0);
+      kb.loop("oh", g.ho, false, [&](Expr oh) {
+        Expr row = kb.let("row", xbase + oh * i64c(g.s0 * g.w));
+        kb.loop("ow", g.wo, false, [&](Expr ow) {
+          Expr col = row + ow * i64c(g.s1);
+          Expr acc = init;
+          for (int64_t cw = 0, t = 0; cw < g.cg; ++cw)
+            for (int64_t ki = 0; ki < g.kh; ++ki)
+              for (int64_t kj = 0; kj < g.kw; ++kj, ++t)
+                acc = acc +
+                      wv[static_cast<size_t>(t)] * kb.load(x, col + i64c(cw * g.h * g.w + ki * g.d0 * g.w + kj * g.d1));
+          kb.store(y, bo * i64c(g.p()) + oh * i64c(g.wo) + ow, acc);
+        });
+      });
+    });
+    ctx.emit(std::move(d));
+    return;
+  }
   kb.loop("bo", g.b * g.o, ctx.parallel(product(ys) * g.k()), [&](Expr bo) {
     Expr b = kb.let("b", bo / i64c(g.o));
     Expr o = kb.let("o", bo % i64c(g.o));

@@ -159,10 +159,12 @@ struct ConvCase {
 const std::vector<ConvCase>& conv_cases() {
   static const std::vector<ConvCase> cases = {
       {{2, 3, 9, 9}, {4, 3, 3, 3}, 1, 0, 1, 1, true},  // 27 taps: direct loops by default
-      {{2, 3, 9, 9}, {4, 3, 3, 3}, 2, 1, 1, 1, true},  {{2, 3, 9, 9}, {4, 3, 3, 3}, 1, 2, 2, 1, false},
-      {{2, 4, 7, 7}, {6, 2, 3, 3}, 1, 1, 1, 2, true},   // grouped
-      {{2, 8, 7, 7}, {5, 8, 3, 3}, 1, 1, 1, 1, true},   // 72 taps: im2col + GEMM by default
-      {{3, 8, 8, 6}, {5, 8, 3, 2}, 2, 1, 1, 1, false},  // non-square kernel
+      {{2, 3, 9, 9}, {4, 3, 3, 3}, 2, 1, 1, 1, true},    {{2, 3, 9, 9}, {4, 3, 3, 3}, 1, 2, 2, 1, false},
+      {{2, 4, 7, 7}, {6, 2, 3, 3}, 1, 1, 1, 2, true},     // grouped
+      {{2, 3, 11, 10}, {4, 3, 3, 2}, 2, 0, 2, 1, false},  // unpadded, strided, dilated: register accumulation
+      {{2, 4, 7, 7}, {6, 2, 3, 3}, 1, 0, 1, 2, true},     // unpadded, grouped
+      {{2, 8, 7, 7}, {5, 8, 3, 3}, 1, 1, 1, 1, true},     // 72 taps: im2col + GEMM by default
+      {{3, 8, 8, 6}, {5, 8, 3, 2}, 2, 1, 1, 1, false},    // non-square kernel
   };
   return cases;
 }

@@ -88,23 +88,40 @@ static int k0_conv2d(const float* __restrict__ in_image, const float* __restrict
   for (i64 bo = 0; bo < 64; ++bo) {
     i64 b = (bo / 16);
     i64 o = (bo % 16);
-    i64 ybase = (bo * 900);
+    i64 xbase = ((b * 3) * 1024);
+    i64 wbase = (o * 27);
+    float w0 = p_conv1_weight[wbase];
+    float w1 = p_conv1_weight[(wbase + 1)];
+    float w2 = p_conv1_weight[(wbase + 2)];
+    float w3 = p_conv1_weight[(wbase + 3)];
+    float w4 = p_conv1_weight[(wbase + 4)];
+    float w5 = p_conv1_weight[(wbase + 5)];
+    float w6 = p_conv1_weight[(wbase + 6)];
+    float w7 = p_conv1_weight[(wbase + 7)];
+    float w8 = p_conv1_weight[(wbase + 8)];
+    float w9 = p_conv1_weight[(wbase + 9)];
+    float w10 = p_conv1_weight[(wbase + 10)];
+    float w11 = p_conv1_weight[(wbase + 11)];
+    float w12 = p_conv1_weight[(wbase + 12)];
+    float w13 = p_conv1_weight[(wbase + 13)];
+    float w14 = p_conv1_weight[(wbase + 14)];
+    float w15 = p_conv1_weight[(wbase + 15)];
+    float w16 = p_conv1_weight[(wbase + 16)];
+    float w17 = p_conv1_weight[(wbase + 17)];
+    float w18 = p_conv1_weight[(wbase + 18)];
+    float w19 = p_conv1_weight[(wbase + 19)];
+    float w20 = p_conv1_weight[(wbase + 20)];
+    float w21 = p_conv1_weight[(wbase + 21)];
+    float w22 = p_conv1_weight[(wbase + 22)];
+    float w23 = p_conv1_weight[(wbase + 23)];
+    float w24 = p_conv1_weight[(wbase + 24)];
+    float w25 = p_conv1_weight[(wbase + 25)];
+    float w26 = p_conv1_weight[(wbase + 26)];
     float bias = p_conv1_bias[o];
-    for (i64 i = 0; i < 900; ++i) {
-      v_0[(ybase + i)] = bias;
-    }
-    for (i64 cw = 0; cw < 3; ++cw) {
-      i64 xbase = (((b * 3) + cw) * 1024);
-      for (i64 ki = 0; ki < 3; ++ki) {
-        for (i64 kj = 0; kj < 3; ++kj) {
-          float wv = p_conv1_weight[((((((o * 3) + cw) * 3) + ki) * 3) + kj)];
-          for (i64 oh = (0 < (-ki) ? (-ki) : 0); oh < (((-ki) + 32) < 30 ? ((-ki) + 32) : 30); ++oh) {
-            i64 ih = (oh + ki);
-            for (i64 ow = (0 < (-kj) ? (-kj) : 0); ow < (((-kj) + 32) < 30 ? ((-kj) + 32) : 30); ++ow) {
-              v_0[((ybase + (oh * 30)) + ow)] += (wv * in_image[((xbase + (ih * 32)) + (ow + kj))]);
-            }
-          }
-        }
+    for (i64 oh = 0; oh < 30; ++oh) {
+      i64 row = (xbase + (oh * 32));
+      for (i64 ow = 0; ow < 30; ++ow) {
+        v_0[(((bo * 900) + (oh * 30)) + ow)] = (((((((((((((((((((((((((((bias + (w0 * in_image[(row + ow)])) + (w1 * in_image[((row + ow) + 1)])) + (w2 * in_image[((row + ow) + 2)])) + (w3 * in_image[((row + ow) + 32)])) + (w4 * in_image[((row + ow) + 33)])) + (w5 * in_image[((row + ow) + 34)])) + (w6 * in_image[((row + ow) + 64)])) + (w7 * in_image[((row + ow) + 65)])) + (w8 * in_image[((row + ow) + 66)])) + (w9 * in_image[((row + ow) + 1024)])) + (w10 * in_image[((row + ow) + 1025)])) + (w11 * in_image[((row + ow) + 1026)])) + (w12 * in_image[((row + ow) + 1056)])) + (w13 * in_image[((row + ow) + 1057)])) + (w14 * in_image[((row + ow) + 1058)])) + (w15 * in_image[((row + ow) + 1088)])) + (w16 * in_image[((row + ow) + 1089)])) + (w17 * in_image[((row + ow) + 1090)])) + (w18 * in_image[((row + ow) + 2048)])) + (w19 * in_image[((row + ow) + 2049)])) + (w20 * in_image[((row + ow) + 2050)])) + (w21 * in_image[((row + ow) + 2080)])) + (w22 * in_image[((row + ow) + 2081)])) + (w23 * in_image[((row + ow) + 2082)])) + (w24 * in_image[((row + ow) + 2112)])) + (w25 * in_image[((row + ow) + 2113)])) + (w26 * in_image[((row + ow) + 2114)]));
       }
     }
   }
