@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "runtime/cpu/cpu_backend.h"
+#include "runtime/cuda/plugin_loader.h"
 
 namespace dnnc::runtime {
 
@@ -26,6 +27,8 @@ const BackendFactory* BackendRegistry::find(const std::string& name) const {
 void register_builtin_backends(BackendRegistry& registry) {
   registry.add({"reference", [] { return std::string(); }, [] { return make_reference_backend(); }});
   registry.add({"cpu", [] { return cpu::cpu_backend_unavailable_reason(); }, [] { return cpu::make_cpu_backend(); }});
+  // The cuda plugin (libdnnc_cuda.so), dlopened on first use; see runtime/cuda/plugin_loader.h.
+  registry.add({"cuda", [] { return cuda::cuda_backend_unavailable_reason(); }, [] { return cuda::make_cuda_backend(); }});
 }
 
 const std::vector<std::string>& device_preference() {

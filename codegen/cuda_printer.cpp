@@ -1,0 +1,889 @@
+// The CUDA C printer (cuda_printer.h): maps each KernelIR kernel onto a grid, a warp per
+// iteration or one block, proving from the IR which loops may be spread over threads.
+#include "codegen/cuda_printer.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <optional>
+#include <set>
+#include <stdexcept>
+
+namespace dnnc::codegen {
+
+const char* cuda_mapping_name(CudaMapping m) {
+  switch (m) {
+    case CudaMapping::grid_thread:
+      return "grid_thread";
+    case CudaMapping::grid_vec4:
+      return "grid_vec4";
+    case CudaMapping::grid_warp:
+      return "grid_warp";
+    case CudaMapping::block:
+      return "block";
+  }
+  return "?";
+}
+
+bool cuda_gemm_bias_epilogue(const GemmCall& g) {
+  return g.bias_kind == GemmCall::Bias::per_col && g.batch == 1 && g.beta == 0.0f && !g.accumulate_batches;
+}
+
+std::string cuda_float_literal(float v) {
+  if (std::isnan(v)) return "__int_as_float(0x7fffffff)";
+  if (std::isinf(v)) return v > 0 ? "__int_as_float(0x7f800000)" : "__int_as_float(0xff800000)";
+  std::string s = fmt::format("{:a}f", v);
+  return std::signbit(v) ? "(" + s + ")" : s;
+}
+
+std::string cuda_double_literal(double v) {
+  if (std::isnan(v)) return "__longlong_as_double(0x7ff8000000000000LL)";
+  if (std::isinf(v))
+    return v > 0 ? "__longlong_as_double(0x7ff0000000000000LL)" : "__longlong_as_double(0xfff0000000000000ULL)";
+  std::string s = fmt::format("{:a}", v);
+  return std::signbit(v) ? "(" + s + ")" : s;
+}
+
+namespace {
+
+// Fields newer KernelIRs have (GEMM epilogue kernels): read when present, so this printer
+// builds against both.
+template <class K>
+std::vector<std::string> index_params_of(const K& k) {
+  if constexpr (requires { k.index_params; })
+    return k.index_params;
+  else
+    return {};
+}
+template <class G>
+int epilogue_of(const G& g) {
+  if constexpr (requires { g.epilogue; })
+    return g.epilogue;
+  else
+    return -1;
+}
+
+[[noreturn]] void unknown(const std::string& kernel, const char* what, int value) {
+  throw std::runtime_error(
+      fmt::format("cuda printer: kernel {}: unknown KernelIR {} {} (the CUDA printer must be "
+                  "taught this node kind: codegen/cuda_printer.cpp)",
+                  kernel, what, value));
+}
+
+const char* c_type(ScalarType t) {
+  switch (t) {
+    case ScalarType::boolean:
+      return "bool";
+    case ScalarType::i64:
+      return "i64";
+    case ScalarType::u64:
+      return "u64";
+    case ScalarType::f32:
+      return "float";
+    case ScalarType::f64:
+      return "double";
+  }
+  return "?";
+}
+
+// ---- analysis over KernelIR ------------------------------------------------------------------
+
+bool mentions(const Expr& e, const std::string& name) {
+  if (!e) return false;
+  if (e->kind == ExprKind::var && e->name == name) return true;
+  for (const Expr& a : e->args)
+    if (mentions(a, name)) return true;
+  return false;
+}
+
+bool same_expr(const Expr& a, const Expr& b) {
+  if (!a || !b) return !a && !b;
+  const ExprNode &x = *a, &y = *b;
+  if (x.kind != y.kind || x.type != y.type || x.int_value != y.int_value || x.name != y.name || x.param != y.param ||
+      x.unary != y.unary || x.binary != y.binary || x.args.size() != y.args.size())
+    return false;
+  if (x.kind == ExprKind::float_const && !(x.float_value == y.float_value)) return false;
+  for (size_t i = 0; i < x.args.size(); ++i)
+    if (!same_expr(x.args[i], y.args[i])) return false;
+  return true;
+}
+
+void loads_of(const Expr& e, std::vector<const ExprNode*>& out) {
+  if (!e) return;
+  if (e->kind == ExprKind::load) out.push_back(&*e);
+  for (const Expr& a : e->args) loads_of(a, out);
+}
+
+// Everything a block does, recursively.
+struct Effects {
+  std::vector<const StmtNode*> stores;
+  std::vector<const ExprNode*> loads;
+  std::set<std::string> assigned, declared;
+  bool has_fail = false, has_loop = false;
+};
+
+void collect(const Block& b, Effects& fx) {
+  for (const Stmt& sp : b) {
+    const StmtNode& s = *sp;
+    for (const Expr* e : {&s.begin, &s.end, &s.index, &s.value, &s.cond}) loads_of(*e, fx.loads);
+    switch (s.kind) {
+      case StmtKind::loop:
+        fx.has_loop = true;
+        fx.declared.insert(s.var);
+        break;
+      case StmtKind::store:
+        fx.stores.push_back(&s);
+        break;
+      case StmtKind::let:
+        fx.declared.insert(s.var);
+        break;
+      case StmtKind::assign:
+        fx.assigned.insert(s.var);
+        break;
+      case StmtKind::if_:
+        break;
+      case StmtKind::fail:
+        fx.has_fail = true;
+        break;
+    }
+    collect(s.body, fx);
+  }
+}
+
+Effects effects(const Block& b) {
+  Effects fx;
+  collect(b, fx);
+  return fx;
+}
+
+// The additive terms of an i64 index (a + b, a - b: b negated, kept as a term).
+void add_terms(const Expr& e, std::vector<Expr>& terms, bool& ok, const std::string& v) {
+  if (e->kind == ExprKind::binary && e->binary == BinaryOp::add) {
+    add_terms(e->args[0], terms, ok, v);
+    add_terms(e->args[1], terms, ok, v);
+    return;
+  }
+  if (e->kind == ExprKind::binary && e->binary == BinaryOp::sub) {
+    add_terms(e->args[0], terms, ok, v);
+    if (mentions(e->args[1], v)) ok = false;
+    return;
+  }
+  terms.push_back(e);
+}
+
+// True if `index` is injective in loop variable v for fixed other variables as written by the
+// lowering: a sum in which exactly one term mentions v, and that term is v or v * constant.
+bool affine_in(const Expr& index, const std::string& v) {
+  std::vector<Expr> terms;
+  bool ok = true;
+  add_terms(index, terms, ok, v);
+  if (!ok) return false;
+  int found = 0;
+  for (const Expr& t : terms) {
+    if (!mentions(t, v)) continue;
+    ++found;
+    if (t->kind == ExprKind::var) continue;
+    int64_t c = 0;
+    if (t->kind == ExprKind::binary && t->binary == BinaryOp::mul &&
+        ((t->args[0]->kind == ExprKind::var && t->args[0]->name == v && is_int_const(t->args[1], &c) && c != 0) ||
+         (t->args[1]->kind == ExprKind::var && t->args[1]->name == v && is_int_const(t->args[0], &c) && c != 0)))
+      continue;
+    return false;
+  }
+  return found == 1;
+}
+
+// A loop whose iterations may run on different threads at once: no failure inside, no local
+// declared outside it assigned, every store's index injective in the loop variable, and every
+// load of a buffer this kernel writes reads an element the same iteration stores.
+bool distributable(const StmtNode& loop, const std::set<int>& written) {
+  Effects fx = effects(loop.body);
+  if (fx.has_fail) return false;
+  for (const std::string& a : fx.assigned)
+    if (!fx.declared.count(a)) return false;
+  for (const StmtNode* s : fx.stores)
+    if (!affine_in(s->index, loop.var)) return false;
+  for (const ExprNode* l : fx.loads) {
+    if (!written.count(l->param)) continue;
+    bool own = false;
+    for (const StmtNode* s : fx.stores)
+      if (s->param == l->param && same_expr(s->index, l->args[0])) own = true;
+    if (!own) return false;
+  }
+  return true;
+}
+
+// True if every store in the loop's body moves by exactly one element per iteration (v has
+// coefficient 1): neighbouring threads then touch neighbouring elements (coalesced).
+bool unit_stride(const StmtNode& loop) {
+  for (const StmtNode* s : effects(loop.body).stores) {
+    std::vector<Expr> terms;
+    bool ok = true;
+    add_terms(s->index, terms, ok, loop.var);
+    for (const Expr& t : terms)
+      if (mentions(t, loop.var) && t->kind != ExprKind::var) return false;
+  }
+  return true;
+}
+
+// `x = x op term` nested in single-statement loops: a reduction the team can split.
+struct Reduction {
+  std::string var;
+  BinaryOp op = BinaryOp::add;
+  Expr term;
+  std::vector<const StmtNode*> loops;  // outermost first
+};
+
+std::optional<Reduction> reduction_nest(const StmtNode& loop) {
+  Reduction r;
+  const StmtNode* cur = &loop;
+  r.loops.push_back(cur);
+  while (cur->body.size() == 1 && cur->body[0]->kind == StmtKind::loop) {
+    cur = cur->body[0].get();
+    r.loops.push_back(cur);
+  }
+  if (cur->body.size() != 1 || cur->body[0]->kind != StmtKind::assign) return std::nullopt;
+  const StmtNode& a = *cur->body[0];
+  const Expr& v = a.value;
+  if (v->kind != ExprKind::binary) return std::nullopt;
+  if (v->binary != BinaryOp::add && v->binary != BinaryOp::max && v->binary != BinaryOp::min) return std::nullopt;
+  auto is_x = [&](const Expr& e) { return e->kind == ExprKind::var && e->name == a.var; };
+  if (is_x(v->args[0]) && !mentions(v->args[1], a.var))
+    r.term = v->args[1];
+  else if (v->binary == BinaryOp::add && is_x(v->args[1]) && !mentions(v->args[0], a.var))
+    r.term = v->args[0];
+  else
+    return std::nullopt;
+  for (const StmtNode* l : r.loops)
+    if (mentions(l->begin, a.var) || mentions(l->end, a.var)) return std::nullopt;
+  r.var = a.var;
+  r.op = v->binary;
+  return r;
+}
+
+// ---- printing --------------------------------------------------------------------------------
+
+// Who executes a uniform region: every thread of a warp or of the block runs the same
+// statements with the same values; `lane` numbers them 0..size-1.
+struct Team {
+  std::string lane, size, sync;
+  bool block = false;
+};
+
+const Team kWarp{"dnnc_lane", "32", "__syncwarp();", false};
+const Team kBlock{"(i64)threadIdx.x", "(i64)blockDim.x", "__syncthreads();", true};
+
+class KernelPrinter {
+ public:
+  KernelPrinter(const Kernel& k, int error_base) : k_(k), error_base_(error_base) {
+    Effects fx = effects(k.body);
+    for (const StmtNode* s : fx.stores) written_.insert(s->param);
+    for (const ExprNode* l : fx.loads) loaded_.insert(l->param);
+    types_of(k.body);
+  }
+
+  // The whole `__global__` function; sets mapping and launch.
+  std::string print(const std::vector<std::string>& comment, CudaKernel& info) {
+    std::string body = print_body(info);
+    std::string out;
+    for (const auto& l : comment) out += "// " + l + "\n";
+    out += fmt::format("// mapping: {}\n", cuda_mapping_name(info.mapping));
+    // No __launch_bounds__: with it ptxas spilled a few bytes in nested divergent loops (seen
+    // for sm_90); any kernel of <= 255 registers launches with kCudaBlock threads anyway.
+    out += fmt::format("extern \"C\" __global__ void {}(", k_.name);
+    for (const std::string& ip : index_params_of(k_)) out += fmt::format("const i64 {}, ", ip);
+    for (const KernelParam& p : k_.params)
+      out += fmt::format("{}{}* __restrict__ {}, ", p.written ? "" : "const ", c_type(p.type), p.name);
+    out += "int* __restrict__ dnnc_err, int dnnc_err_base) {\n";
+    out += "  if (*(volatile int*)dnnc_err) return;  // an earlier kernel failed\n";
+    if (uses_smem_) out += "  __shared__ u64 dnnc_smem[32];\n";
+    out += body;
+    out += "}\n";
+    info.launch.shared_bytes = uses_smem_ ? 32 * 8 : 0;
+    return out;
+  }
+
+ private:
+  void types_of(const Block& b) {
+    for (const Stmt& s : b) {
+      if (s->kind == StmtKind::let) types_[s->var] = s->type;
+      if (s->kind == StmtKind::loop) types_[s->var] = ScalarType::i64;
+      types_of(s->body);
+    }
+  }
+
+  std::string math(const char* f, ScalarType t) { return std::string(f) + (t == ScalarType::f32 ? "f" : ""); }
+
+  std::string expr(const Expr& e) {
+    const ExprNode& n = *e;
+    auto arg = [&](size_t i) { return expr(n.args[i]); };
+    switch (n.kind) {
+      case ExprKind::int_const:
+        if (n.type == ScalarType::u64) return fmt::format("0x{:x}ull", static_cast<uint64_t>(n.int_value));
+        if (n.int_value < 0) return fmt::format("({}LL)", n.int_value);
+        return fmt::format("{}", n.int_value);
+      case ExprKind::float_const:
+        return n.type == ScalarType::f32 ? cuda_float_literal(static_cast<float>(n.float_value))
+                                         : cuda_double_literal(n.float_value);
+      case ExprKind::var:
+        return n.name;
+      case ExprKind::load: {
+        if (n.args[0]->kind == ExprKind::var) {
+          auto it = load_override_.find({n.param, n.args[0]->name});
+          if (it != load_override_.end()) return it->second;
+        }
+        return fmt::format("{}[{}]", k_.params.at(static_cast<size_t>(n.param)).name, arg(0));
+      }
+      case ExprKind::cast:
+        return fmt::format("(({}){})", c_type(n.type), arg(0));
+      case ExprKind::select:
+        return fmt::format("({} ? {} : {})", arg(0), arg(1), arg(2));
+      case ExprKind::unary: {
+        ScalarType t = n.args[0].type();
+        switch (n.unary) {
+          case UnaryOp::neg:
+            return "(-" + arg(0) + ")";
+          case UnaryOp::logical_not:
+            return "(!" + arg(0) + ")";
+          case UnaryOp::is_nan:
+            return "isnan(" + arg(0) + ")";
+          case UnaryOp::abs:
+            return is_float(t) ? math("fabs", t) + "(" + arg(0) + ")" : "llabs(" + arg(0) + ")";
+          case UnaryOp::exp:
+            return math("exp", t) + "(" + arg(0) + ")";
+          case UnaryOp::log:
+            return math("log", t) + "(" + arg(0) + ")";
+          case UnaryOp::tanh:
+            return math("tanh", t) + "(" + arg(0) + ")";
+          case UnaryOp::erf:
+            return math("erf", t) + "(" + arg(0) + ")";
+          case UnaryOp::sqrt:
+            return math("sqrt", t) + "(" + arg(0) + ")";
+          case UnaryOp::floor:
+            return math("floor", t) + "(" + arg(0) + ")";
+        }
+        unknown(k_.name, "unary op", static_cast<int>(n.unary));
+      }
+      case ExprKind::binary: {
+        int64_t c = 0;
+        if (n.binary == BinaryOp::add && n.type == ScalarType::i64 && is_int_const(n.args[1], &c) && c < 0 &&
+            c != INT64_MIN)
+          return fmt::format("({} - {})", arg(0), -c);
+        std::string a = arg(0), b = arg(1);
+        const char* op = nullptr;
+        switch (n.binary) {
+          case BinaryOp::add:
+            op = "+";
+            break;
+          case BinaryOp::sub:
+            op = "-";
+            break;
+          case BinaryOp::mul:
+            op = "*";
+            break;
+          case BinaryOp::div:
+            op = "/";
+            break;
+          case BinaryOp::mod:
+            op = "%";
+            break;
+          case BinaryOp::lt:
+            op = "<";
+            break;
+          case BinaryOp::le:
+            op = "<=";
+            break;
+          case BinaryOp::gt:
+            op = ">";
+            break;
+          case BinaryOp::ge:
+            op = ">=";
+            break;
+          case BinaryOp::eq:
+            op = "==";
+            break;
+          case BinaryOp::ne:
+            op = "!=";
+            break;
+          case BinaryOp::logical_and:
+            op = "&&";
+            break;
+          case BinaryOp::logical_or:
+            op = "||";
+            break;
+          case BinaryOp::bit_xor:
+            op = "^";
+            break;
+          case BinaryOp::shr:
+            op = ">>";
+            break;
+          case BinaryOp::shl:
+            op = "<<";
+            break;
+          case BinaryOp::min:
+            return fmt::format("({1} < {0} ? {1} : {0})", a, b);  // std::min
+          case BinaryOp::max:
+            return fmt::format("({0} < {1} ? {1} : {0})", a, b);  // std::max
+          case BinaryOp::pow:
+            return fmt::format("{}({}, {})", math("pow", n.args[0].type()), a, b);
+        }
+        if (!op) unknown(k_.name, "binary op", static_cast<int>(n.binary));
+        return fmt::format("({} {} {})", a, op, b);
+      }
+    }
+    unknown(k_.name, "expression kind", static_cast<int>(n.kind));
+  }
+
+  std::string fail_code(const StmtNode& s) {
+    return fmt::format("{{ atomicCAS(dnnc_err, 0, dnnc_err_base + {}); return; }}", s.code);
+  }
+
+  std::string store_text(const StmtNode& s) {
+    if (s.index->kind == ExprKind::var && !s.accumulate) {
+      auto it = store_override_.find({s.param, s.index->name});
+      if (it != store_override_.end()) return fmt::format("{} = {};", it->second, expr(s.value));
+    }
+    return fmt::format("{}[{}] {}= {};", k_.params.at(static_cast<size_t>(s.param)).name, expr(s.index),
+                       s.accumulate ? "+" : "", expr(s.value));
+  }
+
+  // Plain sequential code run by one thread.
+  void thread_block(std::string& out, const Block& b, int indent) {
+    for (const Stmt& s : b) thread_stmt(out, *s, indent);
+  }
+
+  void thread_stmt(std::string& out, const StmtNode& s, int indent) {
+    std::string pad(static_cast<size_t>(indent) * 2, ' ');
+    switch (s.kind) {
+      case StmtKind::loop:
+        out += fmt::format("{}for (i64 {} = {}; {} < {}; ++{}) {{\n", pad, s.var, expr(s.begin), s.var, expr(s.end),
+                           s.var);
+        thread_block(out, s.body, indent + 1);
+        out += pad + "}\n";
+        return;
+      case StmtKind::store:
+        out += pad + store_text(s) + "\n";
+        return;
+      case StmtKind::let:
+        out += fmt::format("{}{} {} = {};\n", pad, c_type(s.type), s.var, expr(s.value));
+        return;
+      case StmtKind::assign:
+        out += fmt::format("{}{} = {};\n", pad, s.var, expr(s.value));
+        return;
+      case StmtKind::if_:
+        out += fmt::format("{}if ({}) {{\n", pad, expr(s.cond));
+        thread_block(out, s.body, indent + 1);
+        out += pad + "}\n";
+        return;
+      case StmtKind::fail:
+        out += fmt::format("{}if ({}) {}\n", pad, expr(s.cond), fail_code(s));
+        return;
+    }
+    unknown(k_.name, "statement kind", static_cast<int>(s.kind));
+  }
+
+  std::string identity(BinaryOp op, ScalarType t) {
+    if (op == BinaryOp::add) return t == ScalarType::f32 ? "0.0f" : t == ScalarType::f64 ? "0.0" : "0";
+    bool mx = op == BinaryOp::max;  // identity of max is the lowest value
+    switch (t) {
+      case ScalarType::f32:
+        return cuda_float_literal(mx ? -INFINITY : INFINITY);
+      case ScalarType::f64:
+        return cuda_double_literal(mx ? -INFINITY : INFINITY);
+      case ScalarType::i64:
+        return mx ? "(-9223372036854775807LL - 1)" : "9223372036854775807LL";
+      case ScalarType::u64:
+        return mx ? "0ull" : "0xffffffffffffffffull";
+      case ScalarType::boolean:
+        break;
+    }
+    throw std::runtime_error(fmt::format("cuda printer: kernel {}: no reduction over bool", k_.name));
+  }
+
+  static std::string combine(BinaryOp op, const std::string& a, const std::string& b) {
+    if (op == BinaryOp::add) return fmt::format("({} + {})", a, b);
+    if (op == BinaryOp::max) return fmt::format("({0} < {1} ? {1} : {0})", a, b);
+    return fmt::format("({1} < {0} ? {1} : {0})", a, b);
+  }
+
+  // A reduction nest split over the team: each thread folds a strided part of the innermost
+  // loop, the team combines the parts with shuffles (and shared memory across warps).
+  void print_reduction(std::string& out, const Reduction& r, int indent, const Team& team) {
+    std::string pad(static_cast<size_t>(indent) * 2, ' ');
+    auto it = types_.find(r.var);
+    if (it == types_.end() || it->second == ScalarType::boolean)
+      throw std::runtime_error(fmt::format("cuda printer: kernel {}: reduction into undeclared {}", k_.name, r.var));
+    ScalarType t = it->second;
+    std::string part = fmt::format("dnnc_part{}", reductions_++);
+    const char* op_name = r.op == BinaryOp::add ? "dnnc_op_add" : r.op == BinaryOp::max ? "dnnc_op_max" : "dnnc_op_min";
+    out +=
+        fmt::format("{}{{  // {} = {} over the {}\n", pad, r.var, binary_op_name(r.op), team.block ? "block" : "warp");
+    out += fmt::format("{}  {} {} = {};\n", pad, c_type(t), part, identity(r.op, t));
+    int depth = indent + 1;
+    for (size_t i = 0; i < r.loops.size(); ++i) {
+      const StmtNode& l = *r.loops[i];
+      std::string lp(static_cast<size_t>(depth) * 2, ' ');
+      if (i + 1 == r.loops.size())
+        out += fmt::format("{}for (i64 {} = {} + {}; {} < {}; {} += {}) {{\n", lp, l.var, expr(l.begin), team.lane,
+                           l.var, expr(l.end), l.var, team.size);
+      else
+        out +=
+            fmt::format("{}for (i64 {} = {}; {} < {}; ++{}) {{\n", lp, l.var, expr(l.begin), l.var, expr(l.end), l.var);
+      ++depth;
+    }
+    out += fmt::format("{}{} = {};\n", std::string(static_cast<size_t>(depth) * 2, ' '), part,
+                       combine(r.op, part, expr(r.term)));
+    for (size_t i = r.loops.size(); i-- > 0;) out += std::string(static_cast<size_t>(--depth) * 2, ' ') + "}\n";
+    if (team.block) {
+      uses_smem_ = true;
+      out += fmt::format("{}  {} = dnnc_block_allreduce({}, {}(), dnnc_smem);\n", pad, part, part, op_name);
+    } else {
+      out += fmt::format("{}  {} = dnnc_warp_allreduce({}, {}());\n", pad, part, part, op_name);
+    }
+    out += fmt::format("{}  {} = {};\n", pad, r.var, combine(r.op, r.var, part));
+    out += pad + "}\n";
+  }
+
+  void sync_pending(std::string& out, const std::string& pad, const Team& team) {
+    if (!pending_) return;
+    out += pad + team.sync + "  // lane 0's stores before the team writes\n";
+    pending_ = false;
+  }
+
+  // Code every thread of `team` runs with the same values: loops the IR proves independent
+  // are spread over the team, reductions are split, other stores are made by lane 0; a team
+  // barrier follows every spread loop and every store.
+  void uniform_block(std::string& out, const Block& b, int indent, const Team& team) {
+    std::string pad(static_cast<size_t>(indent) * 2, ' ');
+    for (const Stmt& sp : b) {
+      const StmtNode& s = *sp;
+      switch (s.kind) {
+        case StmtKind::loop: {
+          if (auto r = reduction_nest(s)) {
+            sync_pending(out, pad, team);
+            print_reduction(out, *r, indent, team);
+            break;
+          }
+          // Spread the loop over the team, unless it is a strided loop around a single inner
+          // loop that can be spread with unit stride (coalesced accesses) instead.
+          bool inner_better = !unit_stride(s) && s.body.size() == 1 && s.body[0]->kind == StmtKind::loop &&
+                              distributable(*s.body[0], written_) && unit_stride(*s.body[0]);
+          if (!inner_better && distributable(s, written_)) {
+            sync_pending(out, pad, team);
+            out += fmt::format("{}for (i64 {} = {} + {}; {} < {}; {} += {}) {{\n", pad, s.var, expr(s.begin), team.lane,
+                               s.var, expr(s.end), s.var, team.size);
+            thread_block(out, s.body, indent + 1);
+            out += pad + "}\n" + pad + team.sync + "\n";
+            pending_ = false;
+            break;
+          }
+          out += fmt::format("{}for (i64 {} = {}; {} < {}; ++{}) {{\n", pad, s.var, expr(s.begin), s.var, expr(s.end),
+                             s.var);
+          uniform_block(out, s.body, indent + 1, team);
+          out += pad + "}\n";
+          break;
+        }
+        case StmtKind::store:
+          // Lane 0 makes every such store, in program order, so it needs no barrier for its own
+          // later reads; the others only see the buffer again through loads (barrier now) or
+          // through a spread loop (barrier before it, see sync_pending).
+          out += fmt::format("{}if ({} == 0) {}\n", pad, team.lane, store_text(s));
+          if (loaded_.count(s.param))
+            out += pad + team.sync + "\n";
+          else
+            pending_ = true;
+          break;
+        case StmtKind::let:
+        case StmtKind::assign:
+        case StmtKind::fail:
+          thread_stmt(out, s, indent);
+          break;
+        case StmtKind::if_:
+          out += fmt::format("{}if ({}) {{\n", pad, expr(s.cond));
+          uniform_block(out, s.body, indent + 1, team);
+          out += pad + "}\n";
+          break;
+        default:
+          unknown(k_.name, "statement kind", static_cast<int>(s.kind));
+      }
+    }
+  }
+
+  static int64_t extent_of(const StmtNode& l) {
+    int64_t b = 0, e = 0;
+    if (is_int_const(l.begin, &b) && is_int_const(l.end, &e)) return std::max<int64_t>(e - b, 0);
+    return int64_t{1} << 20;  // unknown: enough blocks to fill any GPU
+  }
+
+  static int64_t blocks_for(int64_t threads) {
+    return std::clamp<int64_t>((threads + kCudaBlock - 1) / kCudaBlock, 1, kCudaMaxGrid);
+  }
+
+  // The single top-level loop a grid can share, if the kernel has the shape `prefix; loop`
+  // where the prefix stores nothing and reads nothing the kernel writes.
+  const StmtNode* grid_loop() const {
+    if (k_.body.empty() || k_.body.back()->kind != StmtKind::loop) return nullptr;
+    const StmtNode& l = *k_.body.back();
+    if (!l.parallel && !distributable(l, written_)) return nullptr;
+    Block prefix(k_.body.begin(), k_.body.end() - 1);
+    Effects fx = effects(prefix);
+    if (!fx.stores.empty()) return nullptr;
+    for (const ExprNode* ld : fx.loads)
+      if (written_.count(ld->param)) return nullptr;
+    if (mentions(l.begin, l.var) || mentions(l.end, l.var)) return nullptr;
+    return &l;
+  }
+
+  // True if, in statement order, no load of a buffer follows a store to it (a buffer updated
+  // in place is read before it is written), so float4 loads done first see the same values.
+  static bool reads_before_writes(const Block& b, std::set<int>& stored) {
+    for (const Stmt& sp : b) {
+      const StmtNode& s = *sp;
+      std::vector<const ExprNode*> loads;
+      for (const Expr* e : {&s.begin, &s.end, &s.index, &s.value, &s.cond}) loads_of(*e, loads);
+      for (const ExprNode* l : loads)
+        if (stored.count(l->param)) return false;
+      if (s.kind == StmtKind::store) stored.insert(s.param);
+      if (!reads_before_writes(s.body, stored)) return false;
+    }
+    return true;
+  }
+
+  // float4 form of a flat loop: every access at the loop index is to an f32 buffer, a buffer
+  // both read and written (in place) is read only at the loop index and before it is written,
+  // and every store is at the loop index.
+  bool vectorizable(const StmtNode& l) const {
+    int64_t b = -1, e = 0;
+    if (!is_int_const(l.begin, &b) || b != 0 || !is_int_const(l.end, &e) || e < 4) return false;
+    Effects fx = effects(l.body);
+    if (fx.has_loop || fx.has_fail || fx.stores.empty()) return false;
+    std::set<int> stored;
+    for (const StmtNode* s : fx.stores) {
+      if (s->accumulate || s->index->kind != ExprKind::var || s->index->name != l.var) return false;
+      if (k_.params[static_cast<size_t>(s->param)].type != ScalarType::f32) return false;
+      stored.insert(s->param);
+    }
+    for (const ExprNode* ld : fx.loads) {
+      bool at_i = ld->args[0]->kind == ExprKind::var && ld->args[0]->name == l.var;
+      if (!at_i) {
+        if (stored.count(ld->param)) return false;
+        continue;
+      }
+      if (k_.params[static_cast<size_t>(ld->param)].type != ScalarType::f32) return false;
+    }
+    std::set<int> seen;
+    return reads_before_writes(l.body, seen);
+  }
+
+  void print_vec4(std::string& out, const StmtNode& l) {
+    int64_t n = 0;
+    is_int_const(l.end, &n);
+    Effects fx = effects(l.body);
+    std::set<int> loaded, stored;
+    for (const ExprNode* ld : fx.loads)
+      if (ld->args[0]->kind == ExprKind::var && ld->args[0]->name == l.var) loaded.insert(ld->param);
+    for (const StmtNode* s : fx.stores) stored.insert(s->param);
+    out += fmt::format("  for (i64 dnnc_q = dnnc_tid; dnnc_q < {}; dnnc_q += dnnc_nthreads) {{\n", n / 4);
+    for (int p : loaded) {
+      const std::string& name = k_.params[static_cast<size_t>(p)].name;
+      out += fmt::format("    const float4 dnnc_l_{0} = reinterpret_cast<const float4*>({0})[dnnc_q];\n", name);
+    }
+    for (int p : stored) out += fmt::format("    float4 dnnc_s_{};\n", k_.params[static_cast<size_t>(p)].name);
+    for (const char* c : {"x", "y", "z", "w"}) {
+      int lane = c[0] == 'x' ? 0 : c[0] == 'y' ? 1 : c[0] == 'z' ? 2 : 3;
+      load_override_.clear();
+      store_override_.clear();
+      for (int p : loaded)
+        load_override_[{p, l.var}] = fmt::format("dnnc_l_{}.{}", k_.params[static_cast<size_t>(p)].name, c);
+      for (int p : stored)
+        store_override_[{p, l.var}] = fmt::format("dnnc_s_{}.{}", k_.params[static_cast<size_t>(p)].name, c);
+      out += fmt::format("    {{\n      const i64 {} = dnnc_q * 4 + {};\n", l.var, lane);
+      thread_block(out, l.body, 3);
+      out += "    }\n";
+    }
+    load_override_.clear();
+    store_override_.clear();
+    for (int p : stored)
+      out += fmt::format("    reinterpret_cast<float4*>({0})[dnnc_q] = dnnc_s_{0};\n",
+                         k_.params[static_cast<size_t>(p)].name);
+    out += "  }\n";
+    if (n % 4) {
+      out += fmt::format("  for (i64 {0} = {1} + dnnc_tid; {0} < {2}; {0} += dnnc_nthreads) {{\n", l.var, n / 4 * 4, n);
+      thread_block(out, l.body, 2);
+      out += "  }\n";
+    }
+  }
+
+  std::string print_body(CudaKernel& info) {
+    std::string out;
+    if (const StmtNode* l = grid_loop()) {
+      out += "  const i64 dnnc_tid = (i64)blockIdx.x * blockDim.x + threadIdx.x;\n";
+      out += "  const i64 dnnc_nthreads = (i64)gridDim.x * blockDim.x;\n";
+      Block prefix(k_.body.begin(), k_.body.end() - 1);
+      for (const Stmt& s : prefix) thread_stmt(out, *s, 1);  // every thread, same values
+      int64_t n = extent_of(*l);
+      if (effects(l->body).has_loop) {
+        info.mapping = CudaMapping::grid_warp;
+        info.launch.grid = blocks_for(n * 32);
+        out += "  const int dnnc_lane = threadIdx.x & 31;\n";
+        out += fmt::format("  for (i64 {0} = {1} + (dnnc_tid >> 5); {0} < {2}; {0} += (dnnc_nthreads >> 5)) {{\n",
+                           l->var, expr(l->begin), expr(l->end));
+        uniform_block(out, l->body, 2, kWarp);
+        out += "  }\n";
+      } else if (vectorizable(*l)) {
+        info.mapping = CudaMapping::grid_vec4;
+        info.launch.grid = blocks_for((n + 3) / 4);
+        print_vec4(out, *l);
+      } else {
+        info.mapping = CudaMapping::grid_thread;
+        info.launch.grid = blocks_for(n);
+        out += fmt::format("  for (i64 {0} = {1} + dnnc_tid; {0} < {2}; {0} += dnnc_nthreads) {{\n", l->var,
+                           expr(l->begin), expr(l->end));
+        thread_block(out, l->body, 2);
+        out += "  }\n";
+      }
+    } else {
+      info.mapping = CudaMapping::block;
+      info.launch.grid = 1;
+      uniform_block(out, k_.body, 1, kBlock);
+    }
+    info.launch.block = kCudaBlock;
+    (void)error_base_;
+    return out;
+  }
+
+  const Kernel& k_;
+  int error_base_;
+  std::set<int> written_, loaded_;
+  bool pending_ = false;  // lane 0 stored without a team barrier since
+  std::map<std::string, ScalarType> types_;
+  std::map<std::pair<int, std::string>, std::string> load_override_, store_override_;
+  bool uses_smem_ = false;
+  int reductions_ = 0;
+};
+
+const char* kPrelude = R"(typedef long long i64;
+typedef unsigned long long u64;
+
+// Reduction operators: max/min are exactly std::max/std::min (a < b ? b : a), as on the CPU.
+struct dnnc_op_add {
+  template <class T> __device__ __forceinline__ T operator()(T a, T b) const { return a + b; }
+};
+struct dnnc_op_max {
+  template <class T> __device__ __forceinline__ T operator()(T a, T b) const { return a < b ? b : a; }
+};
+struct dnnc_op_min {
+  template <class T> __device__ __forceinline__ T operator()(T a, T b) const { return b < a ? b : a; }
+};
+
+// Every lane of the warp gets op over the 32 lanes' values (butterfly; commutative ops give
+// every lane the same bits).
+template <class T, class Op> __device__ __forceinline__ T dnnc_warp_allreduce(T v, Op op) {
+  for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
+// Every thread of the block gets op over the block's values; all threads read the per-warp
+// results in the same order, so they agree bit for bit. `smem`: 32 slots of 8 bytes.
+template <class T, class Op> __device__ __forceinline__ T dnnc_block_allreduce(T v, Op op, u64* smem) {
+  v = dnnc_warp_allreduce(v, op);
+  __syncthreads();  // the slots may still be read by a previous reduction
+  if ((threadIdx.x & 31) == 0) reinterpret_cast<T*>(smem)[threadIdx.x >> 5] = v;
+  __syncthreads();
+  v = reinterpret_cast<T*>(smem)[0];
+  for (unsigned w = 1; w < (blockDim.x >> 5); ++w) v = op(v, reinterpret_cast<T*>(smem)[w]);
+  return v;
+}
+)";
+
+std::string bias_kernel(const Program& p, size_t step, CudaKernel& info) {
+  const GemmCall& g = p.steps[step].gemm;
+  int64_t rows = g.accumulate_batches ? g.m : g.batch * g.m;
+  int64_t stride = g.accumulate_batches ? 0 : g.stride_c;
+  std::string out;
+  for (const auto& l : p.steps[step].comment) out += "// " + l + "\n";
+  out += fmt::format("// bias {} of GEMM step {}: C = bias, then the GEMM accumulates (beta 1)\n",
+                     g.bias_kind == GemmCall::Bias::per_col ? "per column" : "per row", step);
+  out += fmt::format(
+      "extern \"C\" __global__ void {}(const float* __restrict__ bias, float* __restrict__ c, "
+      "int* __restrict__ dnnc_err, int dnnc_err_base) {{\n",
+      info.name);
+  out += "  if (*(volatile int*)dnnc_err) return;\n";
+  out += "  const i64 dnnc_tid = (i64)blockIdx.x * blockDim.x + threadIdx.x;\n";
+  out += "  const i64 dnnc_nthreads = (i64)gridDim.x * blockDim.x;\n";
+  out += fmt::format("  for (i64 e = dnnc_tid; e < {}; e += dnnc_nthreads) {{\n", rows * g.n);
+  out += fmt::format("    const i64 r = e / {}, j = e % {};\n", g.n, g.n);
+  out += fmt::format("    c[r / {} * {} + r % {} * {} + j] = bias[{}];\n", g.m, stride, g.m, g.ldc,
+                     g.bias_kind == GemmCall::Bias::per_col ? "j" : fmt::format("r % {}", g.m));
+  out += "  }\n}\n";
+  info.mapping = CudaMapping::grid_thread;
+  info.launch.grid = std::clamp<int64_t>((rows * g.n + kCudaBlock - 1) / kCudaBlock, 1, kCudaMaxGrid);
+  info.launch.block = kCudaBlock;
+  return out;
+}
+
+}  // namespace
+
+CudaProgram print_program_cuda(const Program& p) {
+  CudaProgram cp;
+  cp.source = fmt::format("// Generated by dnnc: model {}, graph {}, batch {} (CUDA, for NVRTC). Do not edit.\n",
+                          p.module_name, p.graph_name, p.batch);
+  cp.source += kPrelude;
+  cp.step_kernel.assign(p.steps.size(), -1);
+  cp.step_epilogue.assign(p.steps.size(), -1);
+  int error_base = 0;
+  for (size_t i = 0; i < p.steps.size(); ++i) {
+    const Step& s = p.steps[i];
+    CudaKernel info;
+    info.step = static_cast<int>(i);
+    if (s.kind == Step::Kind::kernel) {
+      const Kernel& k = p.kernels.at(static_cast<size_t>(s.kernel));
+      if (!index_params_of(k).empty())
+        throw std::runtime_error(fmt::format("cuda printer: kernel step {} ({}) has index params", i, k.name));
+      info.name = k.name;
+      info.args = s.args;
+      info.error_base = error_base;
+      KernelPrinter kp(k, error_base);
+      cp.source += "\n" + kp.print(s.comment, info);
+      error_base += static_cast<int>(k.errors.size());
+    } else if (s.kind == Step::Kind::gemm) {
+      const GemmCall& g = s.gemm;
+      if (int e = epilogue_of(g); e >= 0) {
+        // A map over C after the product (KernelIR's GEMM epilogue): its own launch over all of C.
+        const Kernel& k = p.kernels.at(static_cast<size_t>(e));
+        if (index_params_of(k).size() != 2)
+          throw std::runtime_error(
+              fmt::format("cuda printer: GEMM epilogue {} of step {} needs 2 index params", k.name, i));
+        CudaKernel ep;
+        ep.step = static_cast<int>(i);
+        ep.name = k.name;
+        ep.args = s.args;
+        ep.scalars = {0, g.batch * g.m * g.n};
+        ep.error_base = error_base;
+        KernelPrinter kp(k, error_base);
+        cp.source += "\n" + kp.print(s.comment, ep);
+        if (ep.mapping != CudaMapping::block)
+          ep.launch.grid = std::clamp<int64_t>((g.batch * g.m * g.n + kCudaBlock - 1) / kCudaBlock, 1, kCudaMaxGrid);
+        error_base += static_cast<int>(k.errors.size());
+        cp.step_epilogue.resize(p.steps.size(), -1);
+        cp.step_epilogue[i] = static_cast<int>(cp.kernels.size());
+        cp.kernels.push_back(std::move(ep));
+      }
+      if (g.bias_kind == GemmCall::Bias::none || cuda_gemm_bias_epilogue(g)) continue;
+      info.name = fmt::format("g{}_bias", i);
+      info.gemm_bias = true;
+      info.args = {g.bias, g.c};
+      cp.source += "\n" + bias_kernel(p, i, info);
+    } else {
+      throw std::runtime_error(fmt::format("cuda printer: step {} of {}.{} has an unknown kind {}", i, p.module_name,
+                                           p.graph_name, static_cast<int>(s.kind)));
+    }
+    cp.step_kernel[i] = static_cast<int>(cp.kernels.size());
+    cp.kernels.push_back(std::move(info));
+  }
+  return cp;
+}
+
+}  // namespace dnnc::codegen

@@ -1,0 +1,75 @@
+// The CUDA C printer: the KernelIR kernels of a codegen::Program as one NVRTC translation unit
+// (one `extern "C" __global__` per kernel). GEMM steps are not printed: the runtime runs them
+// with cuBLASLt; only a bias fill for GEMMs whose bias does not fit a cuBLASLt epilogue is.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "codegen/program.h"
+
+namespace dnnc::codegen {
+
+/// How a kernel's work is spread over the GPU (docs/cuda.md, "Mapping"):
+///   grid_thread: one thread per iteration of the kernel's single parallel loop (grid-stride);
+///   grid_vec4:   the same, four contiguous f32 elements per thread through float4 loads/stores;
+///   grid_warp:   one warp per iteration (inner loops spread over lanes, warp-shuffle reductions);
+///   block:       one block runs the whole kernel (several phases; __syncthreads between them).
+enum class CudaMapping : uint8_t { grid_thread, grid_vec4, grid_warp, block };
+const char* cuda_mapping_name(CudaMapping m);
+
+struct CudaLaunch {
+  int64_t grid = 1;      // blocks (x)
+  int block = 256;       // threads per block (x)
+  int shared_bytes = 0;  // static shared memory the kernel declares
+};
+
+/// Threads per block of every generated kernel (also its __launch_bounds__).
+inline constexpr int kCudaBlock = 256;
+/// The most blocks a grid-stride kernel is launched with.
+inline constexpr int64_t kCudaMaxGrid = 65535;
+
+/// One `__global__` function of the generated source and how to launch it. Its parameters are
+/// `scalars` (i64, by value), the buffers `args` (device pointers, in order), then `int* dnnc_err, int dnnc_err_base`:
+/// a failed check stores `dnnc_err_base + code` into *dnnc_err (first failure wins), which is
+/// 1 + an index into program_errors(p), as the C++ backend's dnnc_run returns.
+struct CudaKernel {
+  std::string name;
+  int step = -1;                 // the Program step it belongs to
+  bool gemm_bias = false;        // a bias fill of GEMM step `step` (args: bias, c)
+  std::vector<int> args;         // buffer ids
+  std::vector<int64_t> scalars;  // values of the kernel's i64 index params, passed first
+  int error_base = 0;
+  CudaMapping mapping = CudaMapping::block;
+  CudaLaunch launch;
+};
+
+struct CudaProgram {
+  std::string source;               // one translation unit for NVRTC, no #include
+  std::vector<CudaKernel> kernels;  // in launch order
+  /// Per Program step: the index into `kernels` of its kernel (kernel steps) or of its bias fill
+  /// (GEMM steps whose bias is not an epilogue); -1 otherwise.
+  std::vector<int> step_kernel;
+  /// Per Program step: the index into `kernels` of a GEMM step's epilogue kernel (a map over C
+  /// launched right after the product), or -1.
+  std::vector<int> step_epilogue;
+};
+
+/// True if GEMM `g`'s bias is applied by cuBLASLt's BIAS epilogue (per-column bias of one
+/// problem with beta 0: C = A·B + bias); otherwise a generated bias fill runs first and the
+/// GEMM accumulates into it (beta 1).
+bool cuda_gemm_bias_epilogue(const GemmCall& g);
+
+/// An exact CUDA C literal for a float (`0x1.99999ap-4f`; inf/nan through __int_as_float).
+std::string cuda_float_literal(float v);
+std::string cuda_double_literal(double v);
+
+/// The CUDA source of program `p`. Deterministic. Throws std::runtime_error naming the kernel
+/// if a KernelIR node has a kind this printer does not know (a newer KernelIR): never silent.
+CudaProgram print_program_cuda(const Program& p);
+
+/// The lowering options the CUDA backend uses: every loop nest that may run in parallel is
+/// marked parallel (there is no work threshold on a GPU).
+inline constexpr int64_t kCudaParallelMinWork = 1;
+
+}  // namespace dnnc::codegen

@@ -1,0 +1,84 @@
+// cuBLASLt matmul plans for codegen::GemmCall (gemm_lt.h).
+#include "runtime/cuda/gemm_lt.h"
+
+#include "codegen/cuda_printer.h"
+#include "runtime/cuda/cuda_check.h"
+
+namespace dnnc::runtime::cuda {
+
+namespace {
+
+cublasLtMatrixLayout_t layout(uint64_t rows, uint64_t cols, int64_t ld, int64_t batch, int64_t stride) {
+  cublasLtMatrixLayout_t l = nullptr;
+  DNNC_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&l, CUDA_R_32F, rows, cols, ld));
+  if (batch > 1) {
+    int32_t count = static_cast<int32_t>(batch);
+    DNNC_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof(count)));
+    DNNC_CUBLAS_CHECK(
+        cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof(stride)));
+  }
+  return l;
+}
+
+}  // namespace
+
+GemmPlan::GemmPlan(cublasLtHandle_t lt, const codegen::GemmCall& g, const GemmOptions& options) : lt_(lt), g_(g) {
+  using codegen::GemmCall;
+  epilogue_bias_ = codegen::cuda_gemm_bias_epilogue(g);
+  // A generated kernel wrote the bias into C when the epilogue cannot apply it.
+  beta_ = g.bias_kind != GemmCall::Bias::none && !epilogue_bias_ ? 1.0f : g.beta;
+  // Problems summed into one C run one matmul each (beta 1 after the first): batch 1 here.
+  int64_t batch = g.accumulate_batches ? 1 : g.batch;
+  DNNC_CUBLAS_CHECK(
+      cublasLtMatmulDescCreate(&desc_, options.tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  // Column-major: D[n, m] = op_b(B_mem) · op_a(A_mem).
+  cublasOperation_t ta = g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  cublasOperation_t tb = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  DNNC_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
+  DNNC_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
+  if (epilogue_bias_) {
+    cublasLtEpilogue_t e = CUBLASLT_EPILOGUE_BIAS;
+    DNNC_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, sizeof(e)));
+  }
+  auto u = [](int64_t v) { return static_cast<uint64_t>(v); };
+  la_ = g.trans_b ? layout(u(g.k), u(g.n), g.ldb, batch, g.stride_b) : layout(u(g.n), u(g.k), g.ldb, batch, g.stride_b);
+  lb_ = g.trans_a ? layout(u(g.m), u(g.k), g.lda, batch, g.stride_a) : layout(u(g.k), u(g.m), g.lda, batch, g.stride_a);
+  lc_ = layout(u(g.n), u(g.m), g.ldc, batch, g.stride_c);
+
+  cublasLtMatmulPreference_t pref = nullptr;
+  DNNC_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+  DNNC_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                         &options.workspace_bytes, sizeof(options.workspace_bytes)));
+  cublasLtMatmulHeuristicResult_t result{};
+  int found = 0;
+  cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(lt_, desc_, la_, lb_, lc_, lc_, pref, 1, &result, &found);
+  cublasLtMatmulPreferenceDestroy(pref);
+  DNNC_CUBLAS_CHECK(st);
+  if (found < 1)
+    throw std::runtime_error(fmt::format("cuBLASLt has no algorithm for C[{},{}] = A{}·B{} (k {}, batch {})", g.m, g.n,
+                                         g.trans_a ? "ᵀ" : "", g.trans_b ? "ᵀ" : "", g.k, g.batch));
+  algo_ = result.algo;
+  workspace_ = result.workspaceSize;
+}
+
+GemmPlan::~GemmPlan() {
+  if (la_) cublasLtMatrixLayoutDestroy(la_);
+  if (lb_) cublasLtMatrixLayoutDestroy(lb_);
+  if (lc_) cublasLtMatrixLayoutDestroy(lc_);
+  if (desc_) cublasLtMatmulDescDestroy(desc_);
+}
+
+void GemmPlan::run(cudaStream_t stream, const float* a, const float* b, const float* bias, float* c,
+                   void* workspace) const {
+  if (epilogue_bias_)
+    DNNC_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
+  const float alpha = g_.alpha;
+  int64_t problems = g_.accumulate_batches ? g_.batch : 1;
+  for (int64_t i = 0; i < problems; ++i) {
+    float beta = i == 0 ? beta_ : 1.0f;
+    DNNC_CUBLAS_CHECK(cublasLtMatmul(lt_, desc_, &alpha, b + i * g_.stride_b, la_, a + i * g_.stride_a, lb_, &beta, c,
+                                     lc_, c, lc_, &algo_, workspace, workspace_, stream));
+  }
+}
+
+}  // namespace dnnc::runtime::cuda

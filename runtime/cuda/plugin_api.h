@@ -1,0 +1,59 @@
+// The C interface between the dnnc core and the cuda plugin (libdnnc_cuda.so): the core
+// dlopens the plugin and looks these symbols up; nothing else crosses the boundary by name.
+// Both sides are built from the same tree with the same compiler (the Backend they exchange is
+// a C++ object).
+#pragma once
+#include <cstdint>
+#include <vector>
+
+namespace dnnc::runtime {
+class Backend;
+class Executable;
+class Tensor;
+}  // namespace dnnc::runtime
+
+/// Bumped when anything below changes; the core refuses a plugin with another value.
+#define DNNC_CUDA_PLUGIN_ABI 1
+
+extern "C" {
+
+struct dnnc_cuda_options {
+  int tf32;               // 1: GEMMs in TF32 (CUBLAS_COMPUTE_32F_FAST_TF32); 0: exact fp32
+  const char* cache_dir;  // kernel cache directory; nullptr or "": $DNNC_CACHE_DIR or ~/.cache/dnnc
+};
+
+typedef int (*dnnc_cuda_abi_fn)(void);
+/// Empty string if a CUDA device can be used, else one line saying why not (static storage).
+typedef const char* (*dnnc_cuda_probe_fn)(void);
+/// A new CudaBackend; nullptr on failure with the reason in *error (static storage, until the
+/// next call).
+typedef dnnc::runtime::Backend* (*dnnc_cuda_create_fn)(const dnnc_cuda_options* options, const char** error);
+}
+
+namespace dnnc::runtime::cuda {
+
+/// Training with the dataset resident on the device (plugin-only extension of an Executable
+/// compiled from a `train_step` graph by the cuda backend). Obtained through the plugin's
+/// `dnnc_cuda_resident` symbol.
+class ResidentTrainer {
+ public:
+  virtual ~ResidentTrainer() = default;
+  /// Copies the whole dataset to the device once: `inputs` in graph input order, each with the
+  /// sample dim first (e.g. image f32[60000,1,28,28], label i64[60000]).
+  virtual void load_dataset(const std::vector<Tensor>& inputs) = 0;
+  /// Runs `steps` train steps on consecutive batches (batch i reads samples of `order`
+  /// [i*B, (i+1)*B) mod the dataset, `order` a permutation uploaded once per call), each step one
+  /// CUDA graph replay; the loss of every step goes to a device ring; the host reads it every
+  /// `metrics_every` steps (and at the end). Returns the per-step losses. Params stay on the
+  /// device; sync_params() writes them back to the ParamStore.
+  virtual std::vector<float> train(const std::vector<int64_t>& order, int64_t steps, int64_t metrics_every) = 0;
+  virtual void sync_params() = 0;
+};
+
+}  // namespace dnnc::runtime::cuda
+
+extern "C" {
+/// The ResidentTrainer view of an Executable made by the plugin's backend (nullptr if it was
+/// not compiled from a graph with exactly one loss output).
+typedef dnnc::runtime::cuda::ResidentTrainer* (*dnnc_cuda_resident_fn)(dnnc::runtime::Executable* exe);
+}

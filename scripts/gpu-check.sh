@@ -1,0 +1,166 @@
+#!/usr/bin/env bash
+# One command for a GPU machine (CUDA 13 toolkit + driver, PyTorch in python3, no network):
+# builds dnnc with the CUDA plugin, checks no binary NEEDs libcuda.so.1, runs the CPU-side CUDA
+# tests and the [gpu] tests, then benchmarks one training epoch (60k synthetic samples) of the
+# seed MLP (batch 128) and CNN (batch 4, 128): dnnc vs PyTorch (seed-style DataLoader loop,
+# eager with data on the GPU, torch.compile), and prints a table. Target: under 6 minutes.
+#
+#   scripts/gpu-check.sh [--build DIR] [--jobs N] [--samples N] [--skip-build] [--dry-run]
+#
+# --dry-run: for machines without a GPU: the same steps, but GPU-only failures are reported as
+# "n/a" instead of failing the script (use it to check the script itself). Results go to
+# DIR/gpu-check/results.jsonl; the table is also written to DIR/gpu-check/table.md.
+set -uo pipefail
+
+cd "$(dirname "$0")/.." || exit 1
+BUILD=build-gpu
+JOBS=$(nproc 2>/dev/null || echo 4)
+SAMPLES=60000
+SKIP_BUILD=0
+DRY_RUN=0
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --build) BUILD=$2; shift 2 ;;
+    --jobs) JOBS=$2; shift 2 ;;
+    --samples) SAMPLES=$2; shift 2 ;;
+    --skip-build) SKIP_BUILD=1; shift ;;
+    --dry-run) DRY_RUN=1; shift ;;
+    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    *) echo "gpu-check: unknown option $1" >&2; exit 2 ;;
+  esac
+done
+
+T0=$SECONDS
+OUT="$BUILD/gpu-check"
+FAILED=()
+log() { printf '[gpu-check %4ds] %s\n' $((SECONDS - T0)) "$*"; }
+fail() {
+  FAILED+=("$1")
+  log "FAILED: $1"
+}
+
+# ---- 0. the machine -------------------------------------------------------------------------
+log "machine: $(uname -m), $(nproc 2>/dev/null) cores"
+if command -v nvidia-smi >/dev/null 2>&1; then
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | sed 's/^/  gpu: /'
+else
+  log "nvidia-smi not found (no driver?)"
+fi
+PY=python3
+if ! command -v "$PY" >/dev/null 2>&1; then PY=""; fi
+
+# ---- 1. build -------------------------------------------------------------------------------
+if [[ $SKIP_BUILD -eq 0 ]]; then
+  GEN=()
+  if command -v ninja >/dev/null 2>&1; then GEN=(-G Ninja); fi
+  LAUNCHER=()
+  if command -v ccache >/dev/null 2>&1; then LAUNCHER=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
+  log "configure $BUILD (DNNC_CUDA=ON, Release)"
+  if ! cmake -S . -B "$BUILD" "${GEN[@]}" "${LAUNCHER[@]}" -DDNNC_CUDA=ON -DCMAKE_BUILD_TYPE=Release \
+      -DCUDAToolkit_ROOT="${CUDA_HOME:-/usr/local/cuda}" >"$BUILD.configure.log" 2>&1; then
+    tail -30 "$BUILD.configure.log"
+    log "configure failed (log: $BUILD.configure.log)"
+    exit 1
+  fi
+  grep 'dnnc: CUDA' "$BUILD.configure.log" | sed 's/^/  /'
+  log "build (-j$JOBS): dnnc, the plugin, CUDA tests, dnnc_gpu_bench"
+  if ! timeout 300 cmake --build "$BUILD" -j "$JOBS" --target dnnc dnnc_cuda cuda_tests cuda_gpu_tests \
+      dnnc_gpu_bench >"$BUILD.build.log" 2>&1; then
+    grep -E 'error|FAILED' "$BUILD.build.log" | head -30
+    log "build failed (log: $BUILD.build.log)"
+    exit 1
+  fi
+fi
+mkdir -p "$OUT"
+: >"$OUT/results.jsonl"
+
+# ---- 2. no binary NEEDs the driver ----------------------------------------------------------
+log "readelf: no NEEDED libcuda.so.1"
+tests/cuda/check_no_libcuda.sh "$BUILD/dnnc" "$BUILD/libdnnc_cuda.so" "$BUILD/tests/cuda/cuda_tests" \
+  "$BUILD/tests/cuda/cuda_gpu_tests" "$BUILD/dnnc_gpu_bench" | sed 's/^/  /'
+[[ ${PIPESTATUS[0]} -eq 0 ]] || fail "a binary NEEDs libcuda.so.1"
+
+# ---- 3. tests -------------------------------------------------------------------------------
+log "CPU-side CUDA tests (NVRTC for sm_80/sm_90, printer, cache, plugin)"
+timeout 180 "$BUILD/tests/cuda/cuda_tests" >"$OUT/cuda_tests.log" 2>&1
+rc=$?
+tail -4 "$OUT/cuda_tests.log" | sed 's/^/  /'
+[[ $rc -eq 0 ]] || fail "cuda_tests (rc $rc, log $OUT/cuda_tests.log)"
+
+log "[gpu] tests (each model vs the reference interpreter, PyTorch goldens, resident training)"
+timeout 180 "$BUILD/tests/cuda/cuda_gpu_tests" >"$OUT/gpu_tests.log" 2>&1
+rc=$?
+tail -4 "$OUT/gpu_tests.log" | sed 's/^/  /'
+if [[ $rc -eq 77 ]]; then
+  if [[ $DRY_RUN -eq 1 ]]; then log "[gpu] tests skipped (no usable GPU; --dry-run)"; else fail "[gpu] tests skipped: no usable GPU"; fi
+elif [[ $rc -ne 0 ]]; then
+  fail "[gpu] tests (rc $rc, log $OUT/gpu_tests.log)"
+fi
+
+# ---- 4. benchmarks --------------------------------------------------------------------------
+# bench NAME TIMEOUT CMD...: one JSON line into results.jsonl, or an n/a line with the reason.
+bench() {
+  local name=$1 limit=$2
+  shift 2
+  local line rc
+  line=$(timeout "$limit" "$@" 2>"$OUT/bench.err" | tail -1)
+  rc=${PIPESTATUS[0]}
+  if [[ $rc -eq 0 && $line == "{"* ]]; then
+    echo "$line" >>"$OUT/results.jsonl"
+    log "  $name: $line"
+  else
+    local why
+    why=$(tail -1 "$OUT/bench.err" | sed 's/["\\]//g' | cut -c1-160)
+    [[ $rc -eq 124 ]] && why="timed out after ${limit}s"
+    echo "{\"impl\": \"$name\", \"error\": \"${why:-exit $rc}\", \"model\": \"$BM\", \"batch\": $BB}" >>"$OUT/results.jsonl"
+    log "  $name: n/a ($why)"
+  fi
+}
+
+for cfg in "mlp mnist_mlp 128" "cnn cifar_cnn 4" "cnn cifar_cnn 128"; do
+  read -r BM MODEL BB <<<"$cfg"
+  log "benchmark $BM batch $BB, $SAMPLES samples"
+  bench dnnc 90 "$BUILD/dnnc_gpu_bench" "models/$MODEL.dnn" "$BB" --samples "$SAMPLES"
+  if [[ -n $PY ]]; then
+    for mode in seed eager compile; do
+      bench "torch-$mode" 90 "$PY" bench/gpu/torch_gpu_bench.py "$BM" "$BB" "$mode" --samples "$SAMPLES"
+    done
+  else
+    log "  python3 not found: no PyTorch numbers"
+  fi
+done
+
+# ---- 5. table -------------------------------------------------------------------------------
+if [[ -n $PY ]]; then
+  "$PY" - "$OUT/results.jsonl" <<'PYEOF' | tee "$OUT/table.md"
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+names = {"MnistMLP": "mlp", "CifarCNN": "cnn"}
+by = {}
+for r in rows:
+    key = (names.get(r.get("model"), r.get("model")), r.get("batch"))
+    by.setdefault(key, {})[r["impl"]] = r
+print("| model | batch | dnnc s/epoch | torch seed | torch eager | torch.compile | dnnc vs seed | dnnc vs eager |")
+print("|---|---|---|---|---|---|---|---|")
+def cell(r):
+    return f"{r['epoch_s']:.3f}" if r and "epoch_s" in r else "n/a"
+def ratio(a, b):
+    if a and b and "epoch_s" in a and "epoch_s" in b and a["epoch_s"] > 0:
+        return f"{b['epoch_s'] / a['epoch_s']:.1f}x"
+    return "n/a"
+for (model, batch), d in by.items():
+    dn = d.get("dnnc")
+    print(f"| {model} | {batch} | {cell(dn)} | {cell(d.get('torch-seed'))} | {cell(d.get('torch-eager'))} | "
+          f"{cell(d.get('torch-compile'))} | {ratio(dn, d.get('torch-seed'))} | {ratio(dn, d.get('torch-eager'))} |")
+errs = [r for r in rows if "error" in r]
+for r in errs:
+    print(f"- n/a {r['impl']} {r.get('model')} b{r.get('batch')}: {r['error']}")
+PYEOF
+fi
+
+log "done in $((SECONDS - T0))s; results: $OUT/results.jsonl"
+if [[ ${#FAILED[@]} -gt 0 ]]; then
+  printf 'gpu-check: FAILED: %s\n' "${FAILED[@]}"
+  exit 1
+fi
+echo "gpu-check: OK"

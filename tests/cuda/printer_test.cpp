@@ -1,0 +1,173 @@
+// The CUDA printer's decisions on small hand-built kernels and on the seed models: which
+// mapping each kernel gets, exact literals, warp-shuffle reductions, float4 access, GEMM bias
+// fills, and a clear error for a KernelIR node kind it does not know.
+#include <catch2/catch.hpp>
+
+#include "codegen/kernel_ir.h"
+#include "cuda_test_util.h"
+
+using namespace dnnc;
+using namespace dnnc::codegen;
+
+namespace {
+
+Program one_kernel_program(Kernel k) {
+  Program p;
+  p.module_name = "t";
+  p.graph_name = "g";
+  for (const KernelParam& kp : k.params) {
+    Buffer b;
+    b.name = kp.name;
+    b.dtype = kp.type;
+    b.shape = {kp.numel};
+    p.buffers.push_back(b);
+  }
+  Step s;
+  s.kernel = 0;
+  s.comment = {"%y = test_op(%x)"};
+  for (size_t i = 0; i < k.params.size(); ++i) s.args.push_back(static_cast<int>(i));
+  p.kernels.push_back(std::move(k));
+  p.steps.push_back(s);
+  return p;
+}
+
+const CudaKernel& only(const CudaProgram& cp) {
+  REQUIRE(cp.kernels.size() == 1);
+  return cp.kernels[0];
+}
+
+}  // namespace
+
+TEST_CASE("a flat map becomes a float4 grid-stride loop with exact literals", "[cuda][printer]") {
+  KernelBuilder kb("k0_scale");
+  int x = kb.param("x", ScalarType::f32, false, 1030);
+  int y = kb.param("y", ScalarType::f32, true, 1030);
+  kb.loop("i", 1030, true, [&](Expr i) { kb.store(y, i, kb.load(x, i) * f32c(0.1)); });
+  CudaProgram cp = print_program_cuda(one_kernel_program(kb.finish()));
+  const CudaKernel& k = only(cp);
+  INFO(cp.source);
+  CHECK(k.mapping == CudaMapping::grid_vec4);
+  CHECK(k.launch.grid == 2);  // 258 threads of four elements
+  CHECK(cp.source.find("extern \"C\" __global__ void k0_scale(") != std::string::npos);
+  CHECK(cp.source.find("reinterpret_cast<const float4*>(x)[dnnc_q]") != std::string::npos);
+  CHECK(cp.source.find("0x1.99999ap-4f") != std::string::npos);
+  CHECK(cp.source.find("// %y = test_op(%x)") != std::string::npos);
+  CHECK(cp.source.find("for (i64 i = 1028 + dnnc_tid") != std::string::npos);  // the 2-element tail
+}
+
+TEST_CASE("a row reduction inside a parallel loop uses a warp per row and shuffles", "[cuda][printer]") {
+  KernelBuilder kb("k0_rowmax");
+  int x = kb.param("x", ScalarType::f32, false, 64 * 100);
+  int y = kb.param("y", ScalarType::f32, true, 64);
+  kb.loop("r", 64, true, [&](Expr r) {
+    Expr mx = kb.let("mx", f32c(-INFINITY));
+    kb.loop("c", 100, false, [&](Expr c) { kb.assign(mx, max(mx, kb.load(x, r * 100 + c))); });
+    kb.store(y, r, mx);
+  });
+  CudaProgram cp = print_program_cuda(one_kernel_program(kb.finish()));
+  INFO(cp.source);
+  CHECK(only(cp).mapping == CudaMapping::grid_warp);
+  CHECK(only(cp).launch.grid == 64 * 32 / 256);
+  CHECK(cp.source.find("dnnc_warp_allreduce(dnnc_part0, dnnc_op_max())") != std::string::npos);
+  CHECK(cp.source.find("for (i64 c = 0 + dnnc_lane; c < 100; c += 32)") != std::string::npos);
+  CHECK(cp.source.find("if (dnnc_lane == 0) y[r] = mx;") != std::string::npos);
+  CHECK(cp.source.find("__int_as_float(0xff800000)") != std::string::npos);  // -inf, exactly
+}
+
+TEST_CASE("a kernel with phases runs in one block with barriers and a block reduction", "[cuda][printer]") {
+  KernelBuilder kb("k0_total");
+  int x = kb.param("x", ScalarType::f32, false, 1000);
+  int y = kb.param("y", ScalarType::f32, true, 10);
+  int s = kb.param("s", ScalarType::f32, true, 1);
+  kb.loop("o", 10, false, [&](Expr o) { kb.store(y, o, f32c(0)); });
+  kb.loop("r", 100, false,
+          [&](Expr r) { kb.loop("k", 10, false, [&](Expr k) { kb.accumulate(y, k, kb.load(x, r * 10 + k)); }); });
+  Expr total = kb.let("total", f32c(0));
+  kb.loop("i", 1000, false, [&](Expr i) { kb.assign(total, total + kb.load(x, i)); });
+  kb.store(s, i64c(0), total);
+  CudaProgram cp = print_program_cuda(one_kernel_program(kb.finish()));
+  INFO(cp.source);
+  const CudaKernel& k = only(cp);
+  CHECK(k.mapping == CudaMapping::block);
+  CHECK(k.launch.grid == 1);
+  CHECK(k.launch.shared_bytes == 256);
+  CHECK(cp.source.find("__shared__ u64 dnnc_smem[32];") != std::string::npos);
+  CHECK(cp.source.find("dnnc_block_allreduce(dnnc_part0, dnnc_op_add(), dnnc_smem)") != std::string::npos);
+  // y[k] += ... is spread over the block inside the sequential r loop; not the r loop itself.
+  CHECK(cp.source.find("for (i64 k = 0 + (i64)threadIdx.x; k < 10; k += (i64)blockDim.x)") != std::string::npos);
+  CHECK(cp.source.find("for (i64 r = 0; r < 100; ++r)") != std::string::npos);
+  CHECK(cp.source.find("if ((i64)threadIdx.x == 0) s[0] = total;") != std::string::npos);
+}
+
+TEST_CASE("a scatter whose index is not injective in the loop variable is not spread", "[cuda][printer]") {
+  KernelBuilder kb("k0_scatter");
+  int x = kb.param("x", ScalarType::f32, false, 100);
+  int y = kb.param("y", ScalarType::f32, true, 50);
+  kb.loop("o", 50, false, [&](Expr o) { kb.store(y, o, f32c(0)); });
+  kb.loop("i", 100, false, [&](Expr i) { kb.accumulate(y, i / 2, kb.load(x, i)); });
+  CudaProgram cp = print_program_cuda(one_kernel_program(kb.finish()));
+  INFO(cp.source);
+  CHECK(only(cp).mapping == CudaMapping::block);
+  CHECK(cp.source.find("for (i64 i = 0; i < 100; ++i)") != std::string::npos);
+  CHECK(cp.source.find("if ((i64)threadIdx.x == 0) y[(i / 2)] += x[i];") != std::string::npos);
+}
+
+TEST_CASE("failed checks report the program-wide error code", "[cuda][printer]") {
+  KernelBuilder kb("k0_check");
+  int l = kb.param("label", ScalarType::i64, false, 4);
+  int y = kb.param("y", ScalarType::f32, true, 4);
+  kb.loop("b", 4, false, [&](Expr b) { kb.fail(ge(kb.load(l, b), i64c(10)), "label out of range"); });
+  kb.loop("i", 4, true, [&](Expr i) { kb.store(y, i, cast(ScalarType::f32, kb.load(l, i))); });
+  CudaProgram cp = print_program_cuda(one_kernel_program(kb.finish()));
+  INFO(cp.source);
+  CHECK(only(cp).mapping == CudaMapping::grid_thread);
+  CHECK(cp.source.find("atomicCAS(dnnc_err, 0, dnnc_err_base + 1); return;") != std::string::npos);
+}
+
+TEST_CASE("an unknown KernelIR statement kind is an error naming the kernel", "[cuda][printer]") {
+  KernelBuilder kb("k0_future");
+  int y = kb.param("y", ScalarType::f32, true, 4);
+  kb.store(y, i64c(0), f32c(1));
+  Kernel k = kb.finish();
+  k.body[0]->kind = static_cast<StmtKind>(200);
+  try {
+    print_program_cuda(one_kernel_program(std::move(k)));
+    FAIL("printed an unknown statement kind");
+  } catch (const std::runtime_error& e) {
+    std::string msg = e.what();
+    CHECK(msg.find("k0_future") != std::string::npos);
+    CHECK(msg.find("unknown KernelIR statement kind 200") != std::string::npos);
+  }
+}
+
+TEST_CASE("seed models: GEMMs are not kernels, elementwise ops are vectorized", "[cuda][printer]") {
+  ir::Module m = test::cuda_pipeline_model("models/mnist_mlp.dnn");
+  Program p = test::cuda_lower(m, "train_step", 128);
+  CudaProgram cp = print_program_cuda(p);
+  int kernel_steps = 0, gemm_steps = 0, bias_fills = 0, epilogues = 0;
+  for (size_t i = 0; i < p.steps.size(); ++i) {
+    if (p.steps[i].kind == Step::Kind::kernel) {
+      ++kernel_steps;
+      REQUIRE(cp.step_kernel[i] >= 0);
+      CHECK(cp.kernels[static_cast<size_t>(cp.step_kernel[i])].name ==
+            p.kernels[static_cast<size_t>(p.steps[i].kernel)].name);
+    } else {
+      ++gemm_steps;
+      if (cp.step_epilogue[i] >= 0) ++epilogues;  // a map over C (relu) fused into the GEMM step
+      if (cp.step_kernel[i] >= 0)
+        ++bias_fills;
+      else
+        CHECK((p.steps[i].gemm.bias < 0 || cuda_gemm_bias_epilogue(p.steps[i].gemm)));
+    }
+  }
+  CHECK(gemm_steps == 8);  // 3 forward, 2 input gradients, 3 weight gradients
+  CHECK(bias_fills == 0);  // every linear's bias is a cuBLASLt epilogue
+  CHECK(static_cast<int>(cp.kernels.size()) == kernel_steps + bias_fills + epilogues);
+  for (const CudaKernel& k : cp.kernels) {
+    INFO(k.name);
+    bool flat_map = k.name.find("relu") != std::string::npos || k.name.find("sgd_update") != std::string::npos;
+    if (flat_map && k.scalars.empty()) CHECK(k.mapping == CudaMapping::grid_vec4);
+    if (!k.scalars.empty()) CHECK(k.scalars.size() == 2);  // an epilogue's [begin, end) of C
+  }
+  CHECK(print_program_cuda(p).source == cp.source);  // deterministic
+}
