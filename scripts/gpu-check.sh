@@ -5,10 +5,11 @@
 # seed MLP (batch 128) and CNN (batch 4, 128): dnnc vs PyTorch (seed-style DataLoader loop,
 # eager with data on the GPU, torch.compile), and prints a table. Target: under 6 minutes.
 #
-#   scripts/gpu-check.sh [--build DIR] [--jobs N] [--samples N] [--skip-build] [--dry-run]
+#   scripts/gpu-check.sh [--build DIR] [--jobs N] [--samples N] [--budget S] [--skip-build] [--dry-run]
 #
 # --dry-run: for machines without a GPU: the same steps, but GPU-only failures are reported as
-# "n/a" instead of failing the script (use it to check the script itself). Results go to
+# "n/a" instead of failing the script (use it to check the script itself). Benchmarks that
+# would start after --budget seconds (default 330) are skipped as n/a. Results go to
 # DIR/gpu-check/results.jsonl; the table is also written to DIR/gpu-check/table.md.
 set -uo pipefail
 
@@ -18,14 +19,16 @@ JOBS=$(nproc 2>/dev/null || echo 4)
 SAMPLES=60000
 SKIP_BUILD=0
 DRY_RUN=0
+BUDGET=330
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --build) BUILD=$2; shift 2 ;;
     --jobs) JOBS=$2; shift 2 ;;
     --samples) SAMPLES=$2; shift 2 ;;
+    --budget) BUDGET=$2; shift 2 ;;
     --skip-build) SKIP_BUILD=1; shift ;;
     --dry-run) DRY_RUN=1; shift ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
     *) echo "gpu-check: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -103,6 +106,11 @@ bench() {
   local name=$1 limit=$2
   shift 2
   local line rc
+  if ((SECONDS - T0 > BUDGET)); then
+    echo "{\"impl\": \"$name\", \"error\": \"skipped: past the ${BUDGET}s budget\", \"model\": \"$BM\", \"batch\": $BB}" >>"$OUT/results.jsonl"
+    log "  $name: n/a (skipped: past the ${BUDGET}s budget)"
+    return
+  fi
   line=$(timeout "$limit" "$@" 2>"$OUT/bench.err" | tail -1)
   rc=${PIPESTATUS[0]}
   if [[ $rc -eq 0 && $line == "{"* ]]; then
@@ -120,10 +128,10 @@ bench() {
 for cfg in "mlp mnist_mlp 128" "cnn cifar_cnn 4" "cnn cifar_cnn 128"; do
   read -r BM MODEL BB <<<"$cfg"
   log "benchmark $BM batch $BB, $SAMPLES samples"
-  bench dnnc 90 "$BUILD/dnnc_gpu_bench" "models/$MODEL.dnn" "$BB" --samples "$SAMPLES"
+  bench dnnc 60 "$BUILD/dnnc_gpu_bench" "models/$MODEL.dnn" "$BB" --samples "$SAMPLES"
   if [[ -n $PY ]]; then
     for mode in seed eager compile; do
-      bench "torch-$mode" 90 "$PY" bench/gpu/torch_gpu_bench.py "$BM" "$BB" "$mode" --samples "$SAMPLES"
+      bench "torch-$mode" 75 "$PY" bench/gpu/torch_gpu_bench.py "$BM" "$BB" "$mode" --samples "$SAMPLES"
     done
   else
     log "  python3 not found: no PyTorch numbers"

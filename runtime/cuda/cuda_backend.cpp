@@ -165,6 +165,10 @@ class CudaExecutable final : public Executable, public ResidentTrainer {
     std::vector<int> in = input_buffers();
     if (inputs.size() != in.size())
       fail(fmt::format("dataset has {} tensors, the graph {} inputs", inputs.size(), in.size()));
+    if (resident_graph_) {  // it captured the old dataset's pointers
+      DNNC_CUDA_CHECK(cudaGraphExecDestroy(resident_graph_));
+      resident_graph_ = nullptr;
+    }
     for (void* p : dataset_) cudaFree(p);
     dataset_.clear();
     samples_ = -1;
@@ -187,6 +191,9 @@ class CudaExecutable final : public Executable, public ResidentTrainer {
   std::vector<float> train(const std::vector<int64_t>& order, int64_t steps, int64_t metrics_every) override {
     if (dataset_.empty()) fail("train: no dataset loaded");
     if (static_cast<int64_t>(order.size()) != samples_) fail("train: order is not a permutation of the samples");
+    if (order.size() * sizeof(int64_t) > max_order_bytes())
+      fail(fmt::format("train: {} samples; the resident trainer holds at most {}", order.size(),
+                       max_order_bytes() / sizeof(int64_t)));
     if (prog_.outputs.empty() || prog_.buffers[static_cast<size_t>(prog_.outputs[0])].numel() != 1)
       fail("train: the graph's first output is not a scalar loss");
     metrics_every = std::max<int64_t>(1, metrics_every);
