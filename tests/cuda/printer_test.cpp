@@ -171,3 +171,43 @@ TEST_CASE("seed models: GEMMs are not kernels, elementwise ops are vectorized", 
   }
   CHECK(print_program_cuda(p).source == cp.source);  // deterministic
 }
+
+TEST_CASE("a strided loop around a unit-stride loop spreads the inner one (coalesced)", "[cuda][printer]") {
+  KernelBuilder kb("k0_rows");
+  int x = kb.param("x", ScalarType::f32, false, 64 * 900);
+  int y = kb.param("y", ScalarType::f32, true, 64 * 900);
+  kb.loop("p", 64, true, [&](Expr p) {
+    kb.loop("oh", 30, false, [&](Expr oh) {
+      kb.loop("ow", 30, false, [&](Expr ow) {
+        Expr i = p * 900 + oh * 30 + ow;
+        kb.store(y, i, kb.load(x, i));
+      });
+    });
+  });
+  CudaProgram cp = print_program_cuda(one_kernel_program(kb.finish()));
+  INFO(cp.source);
+  CHECK(only(cp).mapping == CudaMapping::grid_warp);
+  CHECK(cp.source.find("for (i64 oh = 0; oh < 30; ++oh)") != std::string::npos);
+  CHECK(cp.source.find("for (i64 ow = 0 + dnnc_lane; ow < 30; ow += 32)") != std::string::npos);
+}
+
+TEST_CASE("an in-place update is vectorized when each element is read before it is written", "[cuda][printer]") {
+  KernelBuilder kb("k0_axpy");
+  int w = kb.param("w", ScalarType::f32, true, 1024);
+  int g = kb.param("g", ScalarType::f32, false, 1024);
+  kb.loop("i", 1024, true, [&](Expr i) { kb.store(w, i, kb.load(w, i) - kb.load(g, i) * f32c(0.5)); });
+  CudaProgram cp = print_program_cuda(one_kernel_program(kb.finish()));
+  INFO(cp.source);
+  CHECK(only(cp).mapping == CudaMapping::grid_vec4);
+  CHECK(cp.source.find("const float4 dnnc_l_w = reinterpret_cast<const float4*>(w)[dnnc_q];") != std::string::npos);
+  CHECK(cp.source.find("reinterpret_cast<float4*>(w)[dnnc_q] = dnnc_s_w;") != std::string::npos);
+
+  // Written, then read again in the same iteration: float4 loads up front would read stale data.
+  KernelBuilder kb2("k0_twice");
+  int v = kb2.param("v", ScalarType::f32, true, 1024);
+  kb2.loop("i", 1024, true, [&](Expr i) {
+    kb2.store(v, i, kb2.load(v, i) * f32c(2));
+    kb2.store(v, i, kb2.load(v, i) + f32c(1));
+  });
+  CHECK(only(print_program_cuda(one_kernel_program(kb2.finish()))).mapping == CudaMapping::grid_thread);
+}
