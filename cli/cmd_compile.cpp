@@ -10,8 +10,10 @@
 #include "cli/commands.h"
 #include "codegen/cpp_printer.h"
 #include "codegen/lower.h"
+#include "ir/printer.h"
 #include "ir/verifier.h"
 #include "passes/pass_manager.h"
+#include "passes/stats.h"
 
 namespace dnnc::cli {
 namespace {
@@ -24,14 +26,44 @@ struct CompileOptions {
   std::string out_dir;
   int64_t batch = 0;  // 0: the train block's batch, or 1 without one
   std::vector<std::string> graphs;
+  std::string target = "cpu";  // select-layout's target
+  std::string dump_ir_after;   // print the IR to stderr after this pass ("all": after each)
+  bool stats = false;          // print kernel and memory figures per graph
 };
+
+// Runs the default pipeline for `o.target`, printing the IR after a pass (--dump-ir-after) and
+// the per-graph figures (--stats) as asked.
+int run_compile_pipeline(ir::Module& m, const CompileOptions& o, passes::PipelineOptions& p) {
+  passes::LayoutReport layout;
+  passes::PassRegistry registry;
+  passes::register_all_passes(registry, {.target = &passes::find_target(o.target), .layout_report = &layout});
+  if (!o.dump_ir_after.empty()) {
+    if (o.dump_ir_after != "all" && !registry.find(o.dump_ir_after))
+      throw std::invalid_argument(fmt::format("unknown pass '{}' in --dump-ir-after", o.dump_ir_after));
+    p.after_pass = [&](const std::string& pass, const ir::Module& mod, bool changed) {
+      if (o.dump_ir_after == "all" || o.dump_ir_after == pass)
+        std::cerr << fmt::format("// ----- IR after {}{} -----\n", pass, changed ? "" : " (unchanged)")
+                  << ir::print(mod);
+    };
+  }
+  passes::run_pipeline(m, registry, p);
+  if (o.stats) std::cout << passes::format_stats(m, &layout);
+  return 0;
+}
 
 int run_compile(const CompileOptions& o) {
   ir::Module m = load_module(o.file);
   ir::verify(m);
-  passes::PassRegistry registry;
-  passes::register_all_passes(registry);
-  passes::run_pipeline(m, registry, {});
+  if (o.out_dir.empty() && !o.stats)
+    throw std::invalid_argument("compile: -o DIR is required (or --stats to print figures only)");
+  if (!o.out_dir.empty() && o.target != "cpu")
+    throw std::invalid_argument(
+        fmt::format("compile: --emit=cpp generates the cpu target's code; --target={} is "
+                    "only for --stats and --dump-ir-after (without -o)",
+                    o.target));
+  passes::PipelineOptions pipeline;
+  run_compile_pipeline(m, o, pipeline);
+  if (o.out_dir.empty()) return 0;
   int64_t batch = o.batch > 0 ? o.batch : (m.train.batch > 0 ? m.train.batch : 1);
   std::vector<std::string> graphs = o.graphs.empty() ? std::vector<std::string>{"train_step", "infer"} : o.graphs;
   std::error_code ec;
@@ -61,10 +93,14 @@ void add_compile_command(CLI::App& app, Runner& run) {
   CLI::App* cmd = app.add_subcommand("compile", "Generate the kernels' source of a model (after the default pipeline)");
   cmd->add_option("file", o->file, "model file (.dnn, or .ir text)")->required();
   cmd->add_option("--emit", o->emit, "what to generate: cpp")->check(CLI::IsMember({"cpp"}));
-  cmd->add_option("-o,--output", o->out_dir, "directory for <model>.<graph>.cpp")->required();
+  cmd->add_option("-o,--output", o->out_dir, "directory for <model>.<graph>.cpp (required unless --stats)");
   cmd->add_option("--batch", o->batch, "batch size to specialise for (default: the train block's)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--graph", o->graphs, "graphs to generate (default: train_step and infer)");
+  cmd->add_flag("--stats", o->stats, "print kernels before -> after fusion, arena vs naive vs max-live per graph");
+  cmd->add_option("--target", o->target, "target of select-layout's cost model (cpu; cuda only without -o)")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
+  cmd->add_option("--dump-ir-after", o->dump_ir_after, "print the IR to stderr after this pass ('all': every pass)");
   cmd->callback([&run, o] { run = [o] { return guarded([&] { return run_compile(*o); }); }; });
 }
 

@@ -34,6 +34,7 @@ struct DumpOptions {
   std::vector<std::string> passes, disabled;
   std::string format = "text";
   std::string graph;
+  std::string target = "cpu";
   bool verify_each = false;
   bool stats = false;
 };
@@ -55,8 +56,9 @@ std::string render(const ir::Module& m, const DumpOptions& o) {
 int run_dump(const DumpOptions& o) {
   ir::Module m = load_module(o.file);
   ir::verify(m);
+  passes::LayoutReport layout;
   passes::PassRegistry registry;
-  passes::register_all_passes(registry);
+  passes::register_all_passes(registry, {.target = &passes::find_target(o.target), .layout_report = &layout});
   passes::PipelineOptions p;
   p.passes = split_csv(o.passes);
   auto disabled = split_csv(o.disabled);
@@ -77,7 +79,7 @@ int run_dump(const DumpOptions& o) {
   p.stop_after = o.after;
   passes::run_pipeline(m, registry, p);
   if (o.stats) {
-    std::cout << passes::format_stats(m);
+    std::cout << passes::format_stats(m, layout.target.empty() ? nullptr : &layout);
     return 0;
   }
   std::cout << render(m, o);
@@ -106,16 +108,17 @@ void add_dump_ir_command(CLI::App& app, Runner& run) {
   auto o = std::make_shared<DumpOptions>();
   CLI::App* cmd = app.add_subcommand("dump-ir", "Print the IR of a model, after the frontend or after a pass");
   cmd->add_option("file", o->file, "model file (.dnn, or .ir text)")->required();
-  cmd->add_option("--after", o->after, "print after this pass ('all': after every pass); default: frontend output");
+  cmd->add_option("--after,--dump-ir-after", o->after,
+                  "print after this pass ('all': after every pass); default: frontend output");
   cmd->add_option("--passes", o->passes, "comma-separated pipeline to run instead of the default");
   cmd->add_option("--disable-pass", o->disabled, "skip these passes (comma-separated, repeatable)");
   cmd->add_option("--format", o->format, "text or dot")->check(CLI::IsMember({"text", "dot"}));
   cmd->add_option("--graph", o->graph, "print only this graph (forward, train_step, infer)");
+  cmd->add_option("--target", o->target, "target whose cost model select-layout uses")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
   cmd->add_flag("--verify-each", o->verify_each, "run the verifier after every pass");
   cmd->add_flag("--stats", o->stats, "print kernel counts and memory-plan figures instead of the IR");
-  cmd->callback([&run, o] {
-    run = [o] { return guarded([&] { return run_dump(*o); }); };
-  });
+  cmd->callback([&run, o] { run = [o] { return guarded([&] { return run_dump(*o); }); }; });
 }
 
 }  // namespace dnnc::cli

@@ -34,6 +34,9 @@ inline AttrSpec opt_float(std::string name, double v) {
   return AttrSpec{std::move(name), AttrKind::float_, AttrValue{v}};
 }
 inline AttrSpec opt_bool(std::string name, bool v) { return AttrSpec{std::move(name), AttrKind::bool_, AttrValue{v}}; }
+inline AttrSpec opt_string(std::string name, std::string v) {
+  return AttrSpec{std::move(name), AttrKind::string, AttrValue{std::move(v)}};
+}
 inline AttrSpec opt_ints(std::string name, std::vector<int64_t> v) {
   return AttrSpec{std::move(name), AttrKind::ints, AttrValue{std::move(v)}};
 }

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 
 #include "ir/op_defs.h"
 #include "ir/shape_check.h"
@@ -90,9 +91,18 @@ Types reshape_rule(const Types& in, const Attrs& attrs) {
   return {TensorType{x.dtype, target, Layout::row_major}};
 }
 
+// The input may be in any layout (the kernel reads it through its index map); attribute
+// `layout` is the storage of the result, so transpose(x, perm=identity, layout="nhwc") is a
+// layout conversion (select-layout makes those at the edges of an nhwc region).
 Types transpose_rule(const Types& in, const Attrs& attrs) {
   const TensorType& x = in[0];
-  expect_row_major("transpose", "input", x, 0);
+  const std::string& layout_attr = attr_string(attrs, "layout");
+  std::optional<Layout> layout = parse_layout(layout_attr);
+  if (!layout)
+    throw ShapeError(
+        fmt::format("transpose: attribute 'layout' must be row_major, nhwc or col_major; expected a "
+                    "layout, found \"{}\"",
+                    layout_attr));
   const auto& perm = attr_ints(attrs, "perm");
   if (static_cast<int64_t>(perm.size()) != x.rank())
     throw ShapeError(fmt::format("transpose: 'perm' must list every dim of {}; expected {} entries, found {}",
@@ -107,7 +117,13 @@ Types transpose_rule(const Types& in, const Attrs& attrs) {
     seen[static_cast<size_t>(p)] = true;
     out.push_back(x.shape[static_cast<size_t>(p)]);
   }
-  return {TensorType{x.dtype, out, Layout::row_major}};
+  if (*layout == Layout::nhwc && out.size() != 4)
+    throw ShapeError(
+        fmt::format("transpose: layout nhwc needs a rank-4 result; expected rank 4, found rank {}", out.size()));
+  if (*layout == Layout::col_major && out.size() != 2)
+    throw ShapeError(
+        fmt::format("transpose: layout col_major needs a rank-2 result; expected rank 2, found rank {}", out.size()));
+  return {TensorType{x.dtype, out, *layout}};
 }
 
 Types fill_rule(const Types&, const Attrs& attrs) {
@@ -140,11 +156,11 @@ void register_shape_ops(OpTable& t) {
          .summary = "same elements in a new shape; -1 in shape is the batch dim"});
   t.add({.name = "transpose",
          .operands = {operand("x")},
-         .attrs = {required("perm", AttrKind::ints)},
+         .attrs = {required("perm", AttrKind::ints), opt_string("layout", "row_major")},
          .num_outputs = 1,
          .fusion = FusionClass::injective,
          .infer = transpose_rule,
-         .summary = "permutes dims: out.shape[i] = x.shape[perm[i]]"});
+         .summary = "permutes dims: out.shape[i] = x.shape[perm[i]], stored in `layout`"});
   t.add({.name = "fill",
          .operands = {},
          .attrs = {required("value", AttrKind::float_), required("shape", AttrKind::ints)},

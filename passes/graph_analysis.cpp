@@ -46,4 +46,31 @@ int64_t value_bytes(const ir::Graph& g, ir::ValueId v, int64_t batch) {
   return *n * (t.dtype == ir::DType::i64 ? 8 : 4);
 }
 
+void compact_values(ir::Graph& g) {
+  std::vector<bool> keep(g.values.size(), false);
+  for (ir::ValueId v : g.inputs) keep[static_cast<size_t>(v)] = true;
+  for (const auto& n : g.nodes) {
+    for (ir::ValueId v : n.inputs) keep[static_cast<size_t>(v)] = true;
+    for (ir::ValueId v : n.outputs) keep[static_cast<size_t>(v)] = true;
+  }
+  for (ir::ValueId v : g.outputs) keep[static_cast<size_t>(v)] = true;
+  for (const auto& [name, v] : g.updates) keep[static_cast<size_t>(v)] = true;
+  std::vector<ir::ValueId> remap(g.values.size(), ir::kNoValue);
+  std::vector<ir::Value> values;
+  for (size_t i = 0; i < g.values.size(); ++i)
+    if (keep[i]) {
+      remap[i] = static_cast<ir::ValueId>(values.size());
+      values.push_back(std::move(g.values[i]));
+    }
+  g.values = std::move(values);
+  auto fix = [&](ir::ValueId& v) { v = remap[static_cast<size_t>(v)]; };
+  for (auto& v : g.inputs) fix(v);
+  for (auto& n : g.nodes) {
+    for (auto& v : n.inputs) fix(v);
+    for (auto& v : n.outputs) fix(v);
+  }
+  for (auto& v : g.outputs) fix(v);
+  for (auto& [name, v] : g.updates) fix(v);
+}
+
 }  // namespace dnnc::passes

@@ -28,4 +28,8 @@ int kernel_count(const ir::Graph& g);
 /// checked by the frontend).
 int64_t value_bytes(const ir::Graph& g, ir::ValueId v, int64_t batch);
 
+/// Drops values no node defines or reads (left behind by DCE, CSE, folding) and renumbers the
+/// rest, keeping their order.
+void compact_values(ir::Graph& g);
+
 }  // namespace dnnc::passes

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "passes/passes.h"
 
 namespace dnnc::passes {
 
@@ -32,8 +33,15 @@ class PassRegistry {
   std::vector<PassInfo> passes_;
 };
 
-/// Registers every pass dnnc has, in one place (no static initializers).
-void register_all_passes(PassRegistry& registry);
+/// What the registered passes are compiled for, and where they report.
+struct PassConfig {
+  const Target* target = &cpu_target();   // select-layout's target (cost model, layouts)
+  LayoutReport* layout_report = nullptr;  // if set, select-layout's decisions per graph
+};
+
+/// Registers every pass dnnc has, in one place (no static initializers). The passes keep
+/// `config`'s pointers: the target and the report must outlive the registry.
+void register_all_passes(PassRegistry& registry, const PassConfig& config = {});
 
 /// The default compilation pipeline, in order.
 std::vector<std::string> default_pipeline();

@@ -1,7 +1,11 @@
 // Entry points of every pass, one per file in passes/. Each mutates the module in place and
 // returns whether it changed anything; user errors throw ir::CompileError.
 #pragma once
+#include <string>
+#include <vector>
+
 #include "ir/graph.h"
+#include "passes/target.h"
 
 namespace dnnc::passes {
 
@@ -24,6 +28,33 @@ bool derive_infer(ir::Module& m);
 
 /// simplify: dead-code elimination and common-subexpression elimination on every graph.
 bool simplify(ir::Module& m);
+
+/// What select-layout did to one graph.
+struct GraphLayoutReport {
+  std::string graph;
+  int transposes_before = 0;     // transpose nodes on entry
+  int folded_into_gemm = 0;      // transposes a matmul/linear now reads through a GEMM transpose flag
+  int cancelled = 0;             // transposes composed into the transpose they fed (identity: both gone)
+  int regions = 0;               // connected regions of 4-d activations
+  int nhwc_regions = 0;          // regions the cost model put in NHWC
+  int conversions = 0;           // layout conversions inserted at the edges of those regions
+  int transposes_after = 0;      // transpose nodes left (the conversions included)
+  double cost_us = 0;            // modelled time of the regions as chosen (+ conversions)
+  double row_major_cost_us = 0;  // the same with every region row-major
+};
+
+struct LayoutReport {
+  std::string target;
+  std::vector<GraphLayoutReport> graphs;
+};
+
+/// select-layout: folds transposes into GEMM transpose flags (matmul flags; linear(x, transpose(V))
+/// becomes matmul(x, V) + bias), composes transposes of transposes (cancelling identities), then
+/// gives each connected region of 4-d activations the layout (row_major = NCHW, or nhwc) that
+/// `target`'s cost model rates cheapest, inserting layout conversions (transpose with the identity
+/// perm) at the region's edges. Params, graph inputs and outputs stay row-major. Skips graphs that
+/// are already fused. Fills `report` (if given) per graph.
+bool select_layout(ir::Module& m, const Target& target, LayoutReport* report = nullptr);
 
 /// fuse: groups nodes into kernels (patterns in passes/fuse.cpp); sets Node::group and
 /// Graph::groups and makes each group's nodes contiguous.

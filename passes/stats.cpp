@@ -15,18 +15,29 @@ int unfused_kernel_count(const ir::Graph& g) {
 
 static std::string mib(int64_t bytes) { return fmt::format("{:.2f} MiB", static_cast<double>(bytes) / (1 << 20)); }
 
-std::string format_stats(const ir::Module& m) {
+std::string format_stats(const ir::Module& m, const LayoutReport* layout) {
   std::string out;
   for (const auto& g : m.graphs) {
     out += fmt::format("{}: kernels {} -> {}", g.name, unfused_kernel_count(g), kernel_count(g));
     if (g.memory) {
       const ir::MemoryPlan& p = *g.memory;
-      double naive = p.naive_bytes ? 100.0 * static_cast<double>(p.arena_bytes) / static_cast<double>(p.naive_bytes) : 0;
-      double bound = p.lower_bound_bytes ? static_cast<double>(p.arena_bytes) / static_cast<double>(p.lower_bound_bytes) : 0;
+      double naive =
+          p.naive_bytes ? 100.0 * static_cast<double>(p.arena_bytes) / static_cast<double>(p.naive_bytes) : 0;
+      double bound =
+          p.lower_bound_bytes ? static_cast<double>(p.arena_bytes) / static_cast<double>(p.lower_bound_bytes) : 0;
       out += fmt::format("; arena {} (naive {} = {:.0f}%, max-live {} = {:.3f}x) at batch {}", mib(p.arena_bytes),
                          mib(p.naive_bytes), naive, mib(p.lower_bound_bytes), bound, p.batch);
     }
     out += "\n";
+    if (!layout) continue;
+    for (const GraphLayoutReport& r : layout->graphs) {
+      if (r.graph != g.name) continue;
+      out += fmt::format(
+          "  select-layout ({}): transposes {} -> {} ({} into GEMM flags, {} cancelled); {} of {} activation "
+          "regions nhwc, {} conversions; modelled {:.1f} us (all NCHW: {:.1f} us)\n",
+          layout->target, r.transposes_before, r.transposes_after, r.folded_into_gemm, r.cancelled, r.nhwc_regions,
+          r.regions, r.conversions, r.cost_us, r.row_major_cost_us);
+    }
   }
   return out;
 }

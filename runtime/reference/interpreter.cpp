@@ -1,5 +1,8 @@
 // The reference interpreter: binds inputs and params, runs each node's reference kernel in
 // graph order, checks every result against the graph's types, then applies the updates.
+// Each value is stored in its type's layout (nhwc, col_major: runtime/reference/storage_layout.h);
+// the kernels read and write logical row-major order, so operands are read through the layout
+// and results are stored into it.
 #include "runtime/reference/interpreter.h"
 
 #include <fmt/format.h>
@@ -9,6 +12,7 @@
 
 #include "ir/op_registry.h"
 #include "runtime/reference/kernel_table.h"
+#include "runtime/reference/storage_layout.h"
 
 namespace dnnc::runtime::reference {
 
@@ -27,7 +31,8 @@ class Run {
   }
 
   [[noreturn]] void fail(const std::string& msg) const {
-    throw std::runtime_error(fmt::format("run_reference({}{}{}): {}", m_.name, m_.name.empty() ? "" : ".", g_.name, msg));
+    throw std::runtime_error(
+        fmt::format("run_reference({}{}{}): {}", m_.name, m_.name.empty() ? "" : ".", g_.name, msg));
   }
 
   // The concrete shape of `t` with the batch dim bound; fails if the batch is still unknown.
@@ -43,10 +48,18 @@ class Run {
   std::string type_str(ir::DType dt, const Shape& s) const { return std::string(ir::dtype_name(dt)) + shape_str(s); }
 
   void check_layouts() const {
-    for (const ir::Value& v : g_.values)
-      if (v.type.layout != ir::Layout::row_major)
-        fail(fmt::format("value '{}' is {}; the reference interpreter runs row_major graphs only", v.name,
+    for (const ir::Value& v : g_.values) {
+      bool ok = v.type.layout == ir::Layout::row_major || (v.type.layout == ir::Layout::nhwc && v.type.rank() == 4) ||
+                (v.type.layout == ir::Layout::col_major && v.type.rank() == 2);
+      if (!ok)
+        fail(fmt::format("value '{}' is {}: nhwc needs rank 4 and col_major rank 2", v.name,
                          ir::to_string(v.type, m_.batch_symbol)));
+    }
+  }
+
+  // Stores a logical tensor in value `id`'s layout.
+  void store(ir::ValueId id, const Tensor& logical) {
+    values_[static_cast<size_t>(id)] = to_storage(logical, g_.value(id).type.layout);
   }
 
   void bind_inputs(const std::map<std::string, Tensor>& inputs) {
@@ -54,7 +67,8 @@ class Run {
     for (ir::ValueId id : g_.inputs) {
       const ir::Value& v = g_.value(id);
       auto it = inputs.find(v.name);
-      if (it == inputs.end()) fail(fmt::format("input '{}' ({}) was not given", v.name, ir::to_string(v.type, m_.batch_symbol)));
+      if (it == inputs.end())
+        fail(fmt::format("input '{}' ({}) was not given", v.name, ir::to_string(v.type, m_.batch_symbol)));
       const Tensor& t = it->second;
       std::string want = ir::to_string(v.type, m_.batch_symbol);
       if (t.dtype() != v.type.dtype || static_cast<int64_t>(t.rank()) != v.type.rank())
@@ -74,7 +88,7 @@ class Run {
           fail(fmt::format("input '{}': expected {}, found {}", v.name, want, describe(t)));
         }
       }
-      values_[static_cast<size_t>(id)] = t;
+      store(id, t);
     }
   }
 
@@ -87,12 +101,13 @@ class Run {
       Shape want = concrete(v.type, "param '" + v.name + "'");
       if (t->dtype() != v.type.dtype || t->shape() != want)
         fail(fmt::format("param '{}': expected {}, found {}", v.name, type_str(v.type.dtype, want), describe(*t)));
-      values_[i] = *t;
+      store(static_cast<ir::ValueId>(i), *t);
     }
   }
 
   void run_node(const ir::Node& n) {
-    std::string where = fmt::format("node {} = {}", n.outputs.empty() ? std::string("(no output)") : "%" + g_.value(n.outputs[0]).name, n.op);
+    std::string where = fmt::format(
+        "node {} = {}", n.outputs.empty() ? std::string("(no output)") : "%" + g_.value(n.outputs[0]).name, n.op);
     const ir::OpDef* def = ir::find_op(n.op);
     if (!def) fail(where + ": unknown op");
     if (!has_reference_kernel(n.op)) fail(where + ": no reference kernel for this op");
@@ -106,11 +121,14 @@ class Run {
     call.op = n.op;
     call.attrs = &attrs;
     call.fp64_accumulate = opts_.fp64_accumulate;
+    std::vector<Tensor> operands;  // in logical order
+    operands.reserve(n.inputs.size());
     for (ir::ValueId in : n.inputs) {
       const Tensor& t = values_.at(static_cast<size_t>(in));
       if (t.empty()) fail(fmt::format("{}: operand '{}' has not been computed yet", where, g_.value(in).name));
-      call.inputs.push_back(&t);
+      operands.push_back(from_storage(t, g_.value(in).type.layout));
     }
+    for (const Tensor& t : operands) call.inputs.push_back(&t);
     for (ir::ValueId out : n.outputs) call.output_shapes.push_back(concrete(g_.value(out).type, where));
     std::vector<Tensor> results;
     try {
@@ -119,25 +137,30 @@ class Run {
       fail(where + ": " + e.what());
     }
     if (results.size() != n.outputs.size())
-      fail(fmt::format("{}: the kernel returned {} outputs, the graph has {}", where, results.size(), n.outputs.size()));
+      fail(
+          fmt::format("{}: the kernel returned {} outputs, the graph has {}", where, results.size(), n.outputs.size()));
     for (size_t i = 0; i < results.size(); ++i) {
       const ir::Value& v = g_.value(n.outputs[i]);
       if (results[i].dtype() != v.type.dtype || results[i].shape() != call.output_shapes[i])
         fail(fmt::format("{}: output '{}' is {}, the graph says {}", where, v.name, describe(results[i]),
                          type_str(v.type.dtype, call.output_shapes[i])));
-      values_[static_cast<size_t>(n.outputs[i])] = std::move(results[i]);
+      store(n.outputs[i], results[i]);
     }
   }
 
-  const Tensor& value(ir::ValueId id) const {
+  // Value `id` in logical order.
+  Tensor value(ir::ValueId id) const {
     const Tensor& t = values_.at(static_cast<size_t>(id));
     if (t.empty()) fail(fmt::format("value '{}' is never computed", g_.value(id).name));
-    return t;
+    return from_storage(t, g_.value(id).type.layout);
   }
 
-  void export_trace(ValueTrace& trace) {
-    for (size_t i = 0; i < values_.size(); ++i)
-      if (!values_[i].empty()) trace[g_.values[i].name] = values_[i];
+  void export_trace(ValueTrace& trace, StorageTrace* storage) {
+    for (size_t i = 0; i < values_.size(); ++i) {
+      if (values_[i].empty()) continue;
+      trace[g_.values[i].name] = from_storage(values_[i], g_.values[i].type.layout);
+      if (storage) (*storage)[g_.values[i].name] = values_[i];
+    }
   }
 
  private:
@@ -150,9 +173,8 @@ class Run {
 
 }  // namespace
 
-std::vector<Tensor> run_reference(const ir::Module& m, const ir::Graph& g,
-                                  const std::map<std::string, Tensor>& inputs, ParamStore& params,
-                                  const RefOptions& opts, ValueTrace* trace) {
+std::vector<Tensor> run_reference(const ir::Module& m, const ir::Graph& g, const std::map<std::string, Tensor>& inputs,
+                                  ParamStore& params, const RefOptions& opts, ValueTrace* trace) {
   Run run(m, g, opts);
   run.check_layouts();
   run.bind_inputs(inputs);
@@ -163,14 +185,14 @@ std::vector<Tensor> run_reference(const ir::Module& m, const ir::Graph& g,
   for (ir::ValueId id : g.outputs) outputs.push_back(run.value(id));
   std::vector<std::pair<std::string, Tensor>> updated;
   for (const auto& [name, id] : g.updates) {
-    const Tensor& v = run.value(id);
+    Tensor v = run.value(id);
     const Tensor* old = params.find(name);
     if (old && (old->dtype() != v.dtype() || old->shape() != v.shape()))
       run.fail(fmt::format("update of param '{}' with '{}': expected {}, found {}", name, g.value(id).name,
                            describe(*old), describe(v)));
     updated.emplace_back(name, v);
   }
-  if (trace) run.export_trace(*trace);
+  if (trace) run.export_trace(*trace, opts.storage_trace);
   for (auto& [name, t] : updated) params.tensors[name] = std::move(t);
   return outputs;
 }

@@ -30,25 +30,29 @@ ParamStore init_params(const ir::Module& m, uint64_t seed);
 /// The seed of param `name`'s generator: splitmix64(seed + fnv1a64(name)) (docs/init.md).
 uint64_t param_seed(uint64_t seed, const std::string& name);
 
-struct RefOptions {
-  bool fp64_accumulate = false;  // accumulate sums/dots in double (storage stays f32)
-};
-
 /// Every value of a run by name: graph inputs, the params read (their values before the
 /// updates), and every node output.
 using ValueTrace = std::map<std::string, Tensor>;
+/// Like ValueTrace, but each value as stored: in its type's layout, with the storage shape.
+using StorageTrace = std::map<std::string, Tensor>;
+
+struct RefOptions {
+  bool fp64_accumulate = false;           // accumulate sums/dots in double (storage stays f32)
+  StorageTrace* storage_trace = nullptr;  // with `trace`: also every value as stored
+};
 
 /// Runs `g` (a graph of `m`) on `inputs` (by input name) and returns the graph's outputs in
 /// order; then writes each of g.updates into `params` (every node read the old values).
 /// The batch size is taken from the first input whose type has the batch dim, and every
-/// other batch-carrying input must agree. If `trace` is given it receives every value.
+/// other batch-carrying input must agree. If `trace` is given it receives every value (in
+/// logical order). Inputs, params, outputs and updates are in logical (PyTorch) order; inside
+/// the run a value typed nhwc or col_major is stored in that order.
 /// Throws std::runtime_error: an input missing or of the wrong dtype/shape (naming the input,
-/// expected vs found), a param missing or mis-shaped (naming it), a value in a layout other
-/// than row_major, an op without a registry entry or a reference kernel, or a kernel error
+/// expected vs found), a param missing or mis-shaped (naming it), a layout that does not fit
+/// a value's rank, an op without a registry entry or a reference kernel, or a kernel error
 /// (e.g. a label out of range), each prefixed with the graph and the failing node.
-std::vector<Tensor> run_reference(const ir::Module& m, const ir::Graph& g,
-                                  const std::map<std::string, Tensor>& inputs, ParamStore& params,
-                                  const RefOptions& opts = {}, ValueTrace* trace = nullptr);
+std::vector<Tensor> run_reference(const ir::Module& m, const ir::Graph& g, const std::map<std::string, Tensor>& inputs,
+                                  ParamStore& params, const RefOptions& opts = {}, ValueTrace* trace = nullptr);
 
 }  // namespace dnnc::runtime::reference
 

@@ -1,7 +1,6 @@
 // CHECK-style pass tests: each tests/passes/check/*.ir holds an input module, the passes to run
 // (`// RUN: passes=...`) and the CHECK lines the printed result must match.
 #include <catch2/catch.hpp>
-
 #include <filesystem>
 
 #include "filecheck.h"
@@ -22,13 +21,13 @@ TEST_CASE("CHECK-style pass tests in tests/passes/check", "[passes][filecheck]")
     REQUIRE_FALSE(f.checks.empty());
     ir::Module m = ir::parse_module(f.input, path);
     ir::verify(m);
-    test::run_passes(m, f.passes);
+    test::run_passes(m, f.passes, f.target);
     std::string out = ir::print(m);
     std::string problem = test::filecheck(out, f.checks);
     INFO("output:\n" << out);
     CHECK(problem == "");
   }
-  CHECK(files >= 3);
+  CHECK(files >= 5);
 }
 
 TEST_CASE("filecheck itself fails on a missing line, a wrong next line and a forbidden line", "[filecheck]") {

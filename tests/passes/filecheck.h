@@ -9,8 +9,9 @@
 namespace dnnc::test {
 
 struct CheckFile {
-  std::string input;                // the file with every `//` line blanked (line numbers kept)
-  std::vector<std::string> passes;  // from `// RUN: passes=a,b`
+  std::string input;                                        // the file with every `//` line blanked (line numbers kept)
+  std::vector<std::string> passes;                          // from `// RUN: passes=a,b`
+  std::string target = "cpu";                               // from `// RUN: passes=a,b target=cuda`
   std::vector<std::pair<std::string, std::string>> checks;  // (kind, text)
 };
 
@@ -32,7 +33,12 @@ inline CheckFile parse_check_file(const std::string& text) {
         }
       }
       if (body.rfind("RUN: passes=", 0) == 0) {
-        std::istringstream ps(body.substr(12));
+        std::string list = body.substr(12);
+        if (size_t t = list.find(" target="); t != std::string::npos) {
+          f.target = list.substr(t + 8);
+          list.erase(t);
+        }
+        std::istringstream ps(list);
         std::string pass;
         while (std::getline(ps, pass, ',')) f.passes.push_back(pass);
       }
@@ -45,7 +51,8 @@ inline CheckFile parse_check_file(const std::string& text) {
 }
 
 /// Returns "" if every check holds, else a message naming the first failing check.
-inline std::string filecheck(const std::string& output, const std::vector<std::pair<std::string, std::string>>& checks) {
+inline std::string filecheck(const std::string& output,
+                             const std::vector<std::pair<std::string, std::string>>& checks) {
   std::vector<std::string> lines;
   std::istringstream in(output);
   for (std::string l; std::getline(in, l);) lines.push_back(l);
@@ -69,7 +76,8 @@ inline std::string filecheck(const std::string& output, const std::vector<std::p
     if (found == lines.size()) return kind + ": '" + text + "' not found after line " + std::to_string(pos);
     for (const auto& n : pending_not)
       for (size_t i = pos; i < found; ++i)
-        if (lines[i].find(n) != std::string::npos) return "CHECK-NOT: '" + n + "' found at line " + std::to_string(i + 1);
+        if (lines[i].find(n) != std::string::npos)
+          return "CHECK-NOT: '" + n + "' found at line " + std::to_string(i + 1);
     pending_not.clear();
     pos = found + 1;
   }

@@ -18,10 +18,12 @@ inline std::string slurp(const std::string& path) {
   return ss.str();
 }
 
-/// Runs `passes` (default pipeline if empty) with the verifier before and after each pass.
-inline void run_passes(ir::Module& m, std::vector<std::string> passes = {}) {
+/// Runs `passes` (default pipeline if empty) for `target` with the verifier before and after
+/// each pass; select-layout's decisions go to `layout` if given.
+inline void run_passes(ir::Module& m, std::vector<std::string> passes = {}, const std::string& target = "cpu",
+                       passes::LayoutReport* layout = nullptr) {
   passes::PassRegistry r;
-  passes::register_all_passes(r);
+  passes::register_all_passes(r, {.target = &passes::find_target(target), .layout_report = layout});
   passes::PipelineOptions o;
   o.passes = std::move(passes);
   o.verify_each = true;

@@ -1,11 +1,11 @@
 // The reference interpreter on small hand-built graphs: results, traces, update semantics,
 // attribute defaults, fp64 accumulation and its input/param validation errors.
-#include <catch2/catch.hpp>
+#include "runtime/reference/interpreter.h"
 
+#include <catch2/catch.hpp>
 #include <cmath>
 
 #include "ir/graph.h"
-#include "runtime/reference/interpreter.h"
 
 using namespace dnnc;
 using runtime::Tensor;
@@ -58,7 +58,7 @@ TEST_CASE("interpreter runs a linear + relu graph", "[reference][interpreter]") 
 
 TEST_CASE("interpreter trace holds every value by name", "[reference][interpreter]") {
   TinyMlp t;
-  ValueTrace trace;
+  runtime::reference::ValueTrace trace;
   run_reference(t.m, t.graph(), {{"x", Tensor::from_f32({1, 2}, {1, 2})}}, t.params, {}, &trace);
   for (const char* name : {"x", "fc.weight", "fc.bias", "h", "y"}) CHECK(trace.count(name) == 1);
   CHECK(values(trace.at("h")) == std::vector<float>{1.5, 2, -7});
@@ -75,13 +75,19 @@ TEST_CASE("interpreter validates inputs: missing, dtype, shape, batch", "[refere
   g.outputs = {loss};
   ParamStore none;
   Tensor x4 = Tensor::from_f32({4, 2}, std::vector<float>(8, 0.0f));
-  CHECK_THROWS_WITH(run_reference(m, g, {{"x", x4}}, none), Catch::Contains("input 'label'") && Catch::Contains("not given"));
-  CHECK_THROWS_WITH(run_reference(m, g, {{"x", x4}, {"label", Tensor::from_f32({4}, {0, 0, 0, 0})}}, none),
-                    Catch::Contains("input 'label'") && Catch::Contains("expected i64[N]") && Catch::Contains("f32[4]"));
-  CHECK_THROWS_WITH(run_reference(m, g, {{"x", Tensor::from_f32({4, 3}, std::vector<float>(12, 0))}, {"label", Tensor::from_i64({4}, {0, 0, 0, 0})}}, none),
+  CHECK_THROWS_WITH(run_reference(m, g, {{"x", x4}}, none),
+                    Catch::Contains("input 'label'") && Catch::Contains("not given"));
+  CHECK_THROWS_WITH(
+      run_reference(m, g, {{"x", x4}, {"label", Tensor::from_f32({4}, {0, 0, 0, 0})}}, none),
+      Catch::Contains("input 'label'") && Catch::Contains("expected i64[N]") && Catch::Contains("f32[4]"));
+  CHECK_THROWS_WITH(run_reference(m, g,
+                                  {{"x", Tensor::from_f32({4, 3}, std::vector<float>(12, 0))},
+                                   {"label", Tensor::from_i64({4}, {0, 0, 0, 0})}},
+                                  none),
                     Catch::Contains("input 'x'") && Catch::Contains("f32[4,3]"));
-  CHECK_THROWS_WITH(run_reference(m, g, {{"x", x4}, {"label", Tensor::from_i64({5}, {0, 0, 0, 0, 0})}}, none),
-                    Catch::Contains("input 'label'") && Catch::Contains("batch size 5") && Catch::Contains("'x' (batch 4)"));
+  CHECK_THROWS_WITH(
+      run_reference(m, g, {{"x", x4}, {"label", Tensor::from_i64({5}, {0, 0, 0, 0, 0})}}, none),
+      Catch::Contains("input 'label'") && Catch::Contains("batch size 5") && Catch::Contains("'x' (batch 4)"));
 }
 
 TEST_CASE("interpreter reports a label out of range with the node and the index", "[reference][interpreter]") {
@@ -92,8 +98,11 @@ TEST_CASE("interpreter reports a label out of range with the node and the index"
   ir::ValueId label = g.add_input("label", i64({N}));
   g.outputs = {g.add_node("cross_entropy", {x, label}, {}, {f32({})}, {}, {"loss"})[0]};
   ParamStore none;
-  CHECK_THROWS_WITH(run_reference(m, g, {{"x", Tensor::from_f32({2, 3}, std::vector<float>(6, 0))}, {"label", Tensor::from_i64({2}, {1, 7})}}, none),
-                    Catch::Contains("%loss = cross_entropy") && Catch::Contains("target[1] = 7"));
+  CHECK_THROWS_WITH(
+      run_reference(
+          m, g, {{"x", Tensor::from_f32({2, 3}, std::vector<float>(6, 0))}, {"label", Tensor::from_i64({2}, {1, 7})}},
+          none),
+      Catch::Contains("%loss = cross_entropy") && Catch::Contains("target[1] = 7"));
 }
 
 TEST_CASE("interpreter validates params: missing and mis-shaped", "[reference][interpreter]") {
@@ -104,8 +113,9 @@ TEST_CASE("interpreter validates params: missing and mis-shaped", "[reference][i
   CHECK_THROWS_WITH(run_reference(t.m, t.graph(), in, missing), Catch::Contains("param 'fc.bias'"));
   ParamStore wrong = t.params;
   wrong.tensors["fc.weight"] = Tensor::from_f32({2, 3}, std::vector<float>(6, 0));
-  CHECK_THROWS_WITH(run_reference(t.m, t.graph(), in, wrong),
-                    Catch::Contains("param 'fc.weight'") && Catch::Contains("expected f32[3,2]") && Catch::Contains("f32[2,3]"));
+  CHECK_THROWS_WITH(run_reference(t.m, t.graph(), in, wrong), Catch::Contains("param 'fc.weight'") &&
+                                                                  Catch::Contains("expected f32[3,2]") &&
+                                                                  Catch::Contains("f32[2,3]"));
 }
 
 TEST_CASE("interpreter applies updates after the run; every node reads the old values", "[reference][interpreter]") {
@@ -153,7 +163,8 @@ TEST_CASE("interpreter binds the batch dim of fill shapes and honours fp64 accum
   ir::Graph g;
   g.name = "forward";
   ir::ValueId x = g.add_input("x", f32({N, 1024}));
-  ir::ValueId ones = g.add_node("fill", {}, {{"value", 0.1}, {"shape", std::vector<int64_t>{-1, 1024}}}, {f32({N, 1024})})[0];
+  ir::ValueId ones =
+      g.add_node("fill", {}, {{"value", 0.1}, {"shape", std::vector<int64_t>{-1, 1024}}}, {f32({N, 1024})})[0];
   ir::ValueId s = g.add_node("add", {x, ones}, {}, {f32({N, 1024})})[0];
   g.outputs = {g.add_node("reduce_sum", {s}, {{"axes", std::vector<int64_t>{0, 1}}}, {f32({})})[0]};
   ParamStore none;
@@ -167,7 +178,7 @@ TEST_CASE("interpreter binds the batch dim of fill shapes and honours fp64 accum
   CHECK(std::abs(f32_sum - exact) > std::abs(f64_sum - exact));
 }
 
-TEST_CASE("interpreter rejects unknown ops and non-row_major values", "[reference][interpreter]") {
+TEST_CASE("interpreter rejects unknown ops and layouts that do not fit the rank", "[reference][interpreter]") {
   ir::Module m;
   ParamStore none;
   std::map<std::string, Tensor> in{{"x", Tensor::from_f32({1, 2}, {1, 2})}};
@@ -179,6 +190,28 @@ TEST_CASE("interpreter rejects unknown ops and non-row_major values", "[referenc
   ir::Graph h;
   h.name = "forward";
   ir::ValueId hx = h.add_input("x", f32({N, 2}));
-  h.outputs = {h.add_node("relu", {hx}, {}, {ir::TensorType{ir::DType::f32, {N, 2}, ir::Layout::col_major}})[0]};
-  CHECK_THROWS_WITH(run_reference(m, h, in, none), Catch::Contains("row_major"));
+  h.outputs = {h.add_node("relu", {hx}, {}, {ir::TensorType{ir::DType::f32, {N, 2}, ir::Layout::nhwc}})[0]};
+  CHECK_THROWS_WITH(run_reference(m, h, in, none), Catch::Contains("nhwc needs rank 4"));
+}
+
+TEST_CASE("interpreter stores a col_major value transposed and returns it in logical order",
+          "[reference][interpreter]") {
+  ir::Module m;
+  ParamStore none;
+  std::map<std::string, Tensor> in{{"x", Tensor::from_f32({2, 3}, {1, -2, 3, -4, 5, -6})}};
+  ir::Graph g;
+  g.name = "forward";
+  ir::ValueId x = g.add_input("x", f32({N, 3}));
+  g.outputs = {
+      g.add_node("relu", {x}, {}, {ir::TensorType{ir::DType::f32, {N, 3}, ir::Layout::col_major}}, {}, {"y"})[0]};
+  runtime::reference::ValueTrace trace;
+  runtime::reference::StorageTrace stored;
+  RefOptions opts;
+  opts.storage_trace = &stored;
+  Tensor y = run_reference(m, g, in, none, opts, &trace)[0];
+  CHECK(y.shape() == std::vector<int64_t>{2, 3});
+  CHECK(std::vector<float>(y.f32(), y.f32() + 6) == std::vector<float>{1, 0, 3, 0, 5, 0});
+  const Tensor& s = stored.at("y");
+  CHECK(s.shape() == std::vector<int64_t>{3, 2});
+  CHECK(std::vector<float>(s.f32(), s.f32() + 6) == std::vector<float>{1, 0, 0, 5, 3, 0});
 }
