@@ -1,6 +1,5 @@
 // safetensors: round trip, the independently written fixture, byte layout, every corruption.
 #include <catch2/catch.hpp>
-
 #include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -125,12 +124,27 @@ TEST_CASE("read_safetensors rejects a header length past the end of the file", "
   auto bytes = raw_file("{}      ", 0);
   bytes[0] = 200;
   write_bytes(t.file("long_header"), bytes);
-  CHECK_THAT(read_error(t.file("long_header")), Contains("long_header") && Contains("header length 200") &&
-                                                    Contains("16 bytes"));
+  CHECK_THAT(read_error(t.file("long_header")),
+             Contains("long_header") && Contains("header length 200") && Contains("16 bytes"));
   bytes[0] = 0;
   bytes[7] = 0x80;  // 2^63
   write_bytes(t.file("huge_header"), bytes);
   CHECK_THAT(read_error(t.file("huge_header")), Contains("past the end"));
+}
+
+TEST_CASE("read_safetensors rejects a header nested too deep, without recursing through it", "[safetensors]") {
+  // Regression: a metadata value nested 200,000 deep overflowed the stack while its error
+  // message was built (json::dump is recursive).
+  TempDir t;
+  const int depth = 200000;
+  std::string header = "{\"__metadata__\":{\"k\":";
+  for (int i = 0; i < depth; ++i) header += "{\"x\":";
+  header += "1";
+  header += std::string(depth, '}');
+  header += "}}";
+  write_bytes(t.file("deep"), raw_file(header, 0));
+  CHECK_THAT(read_error(t.file("deep")),
+             Contains("deep") && Contains("header nests JSON") && Contains("a safetensors header needs 3"));
 }
 
 TEST_CASE("read_safetensors rejects a header that is not a JSON object", "[safetensors]") {
@@ -186,8 +200,7 @@ TEST_CASE("read_safetensors rejects data bytes that belong to no tensor", "[safe
 TEST_CASE("read_safetensors rejects a shape whose size differs from the byte length", "[safetensors]") {
   TempDir t;
   write_bytes(t.file("size"), raw_file(R"({"w":{"dtype":"I64","shape":[2,2],"data_offsets":[0,16]}})", 16));
-  CHECK_THAT(read_error(t.file("size")), Contains("size") && Contains("'w'") && Contains("32 bytes") &&
-                                             Contains("16"));
+  CHECK_THAT(read_error(t.file("size")), Contains("size") && Contains("'w'") && Contains("32 bytes") && Contains("16"));
 }
 
 TEST_CASE("read_safetensors rejects a tensor name given twice", "[safetensors]") {
@@ -213,7 +226,8 @@ TEST_CASE("write_safetensors rejects bad names and unwritable paths, keeping the
   NamedTensors hollow;
   hollow.emplace_back("h", Tensor());
   CHECK_THROWS_WITH(write_safetensors(path, hollow), Contains("'h'"));
-  CHECK_THROWS_WITH(write_safetensors((t.path() / "missing" / "ck.safetensors").string(), good), Contains("ck.safetensors"));
+  CHECK_THROWS_WITH(write_safetensors((t.path() / "missing" / "ck.safetensors").string(), good),
+                    Contains("ck.safetensors"));
   auto back = read_safetensors(path);
   REQUIRE(back.size() == 1);
   CHECK(back[0].second.f32()[0] == 1.0f);
