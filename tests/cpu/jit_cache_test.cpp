@@ -134,3 +134,29 @@ TEST_CASE("a compiler error reports the compiler's log and the generated source 
   CHECK(what.find(cpp) != std::string::npos);
   CHECK(fs::exists(cpp));
 }
+
+TEST_CASE("a cached library altered in place, its key and size unchanged, is rebuilt, not run", "[cpu][jit]") {
+  // The .meta records a digest of the library's bytes, so a change that keeps the file size and
+  // the embedded dnnc_key (here: the constant the function returns) is still caught.
+  const std::string src = "extern \"C\" int answer() { return 0x5a5a5a5a; }\n";
+  std::string origin = fresh_dir("tamper_origin");
+  JitCache c(tiny(origin));
+  JitLibrary built = c.load(src, "tamper");
+  REQUIRE(answer(built) == 0x5a5a5a5a);
+  std::string dir = copy_entry(origin, built.key, "tamper");
+  fs::path so = fs::path(dir) / (built.key + ".so");
+  std::string bytes;
+  {
+    std::ifstream in(so, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  const size_t at = bytes.find("\x5a\x5a\x5a\x5a");
+  REQUIRE(at != std::string::npos);
+  bytes[at] = '\x5b';  // now the library would return 0x5a5a5a5b
+  std::ofstream(so, std::ios::binary | std::ios::trunc).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  JitCache again(tiny(dir));
+  JitLibrary lib = again.load(src, "tamper");
+  CHECK(again.rebuilds() == 1);
+  CHECK(again.compiles() == 1);
+  CHECK(answer(lib) == 0x5a5a5a5a);
+}
