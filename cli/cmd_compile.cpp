@@ -1,5 +1,7 @@
-// `dnnc compile model.dnn --emit=cpp -o DIR`: runs the default pipeline and writes the generated
-// C++ of each executable graph (train_step, infer) as DIR/<model>.<graph>.cpp.
+// `dnnc compile model.dnn --emit=cpp|cuda -o DIR`: runs the default pipeline and writes the
+// generated source of each executable graph (train_step, infer) as DIR/<model>.<graph>.cpp (C++
+// for the cpu backend) or .cu (the CUDA C the cuda backend hands to NVRTC; its GEMMs are
+// cuBLASLt calls made by the runtime, listed in the file's header comment).
 #include <fmt/format.h>
 
 #include <filesystem>
@@ -9,6 +11,7 @@
 
 #include "cli/commands.h"
 #include "codegen/cpp_printer.h"
+#include "codegen/cuda_printer.h"
 #include "codegen/lower.h"
 #include "ir/printer.h"
 #include "ir/verifier.h"
@@ -51,12 +54,36 @@ int run_compile_pipeline(ir::Module& m, const CompileOptions& o, passes::Pipelin
   return 0;
 }
 
+// The CUDA C of a program, preceded by a comment listing each kernel's launch and each GEMM
+// (which the runtime runs with cuBLASLt, so it has no source here).
+std::string cuda_file(const codegen::Program& p) {
+  codegen::CudaProgram cp = codegen::print_program_cuda(p);
+  std::string head = fmt::format("// {}.{} at batch {}: {} kernels; launch order:\n", p.module_name, p.graph_name,
+                                 p.batch, cp.kernels.size());
+  for (size_t s = 0; s < p.steps.size(); ++s) {
+    const codegen::Step& st = p.steps[s];
+    int k = cp.step_kernel[s];
+    if (st.kind == codegen::Step::Kind::gemm) {
+      const codegen::GemmCall& g = st.gemm;
+      if (k >= 0) head += fmt::format("//   {} (bias fill)\n", cp.kernels[k].name);
+      head += fmt::format("//   cuBLASLt GEMM m={} n={} k={}{}{}{}\n", g.m, g.n, g.k, g.trans_a ? " A^T" : "",
+                          g.trans_b ? " B^T" : "", g.batch > 1 ? fmt::format(" batch={}", g.batch) : "");
+      if (cp.step_epilogue[s] >= 0) head += fmt::format("//   {} (epilogue)\n", cp.kernels[cp.step_epilogue[s]].name);
+    } else if (k >= 0) {
+      const codegen::CudaKernel& ck = cp.kernels[k];
+      head += fmt::format("//   {} <<<{}, {}>>> ({})\n", ck.name, ck.launch.grid, ck.launch.block,
+                          codegen::cuda_mapping_name(ck.mapping));
+    }
+  }
+  return head + "\n" + cp.source;
+}
+
 int run_compile(const CompileOptions& o) {
   ir::Module m = load_module(o.file);
   ir::verify(m);
   if (o.out_dir.empty() && !o.stats)
     throw std::invalid_argument("compile: -o DIR is required (or --stats to print figures only)");
-  if (!o.out_dir.empty() && o.target != "cpu")
+  if (!o.out_dir.empty() && o.emit == "cpp" && o.target != "cpu")
     throw std::invalid_argument(
         fmt::format("compile: --emit=cpp generates the cpu target's code; --target={} is "
                     "only for --stats and --dump-ir-after (without -o)",
@@ -76,8 +103,15 @@ int run_compile(const CompileOptions& o) {
       if (!o.graphs.empty()) throw std::invalid_argument(fmt::format("model {} has no graph '{}'", m.name, name));
       continue;  // e.g. a model without a loss has no train_step
     }
-    std::string source = codegen::print_program_cpp(codegen::lower_graph(m, *g, batch));
-    fs::path path = fs::path(o.out_dir) / fmt::format("{}.{}.cpp", stem, name);
+    std::string source;
+    if (o.emit == "cuda") {
+      codegen::LowerOptions lo;  // as the cuda backend lowers: every parallel loop runs on the grid
+      lo.parallel_min_work = codegen::kCudaParallelMinWork;
+      source = cuda_file(codegen::lower_graph(m, *g, batch, lo));
+    } else {
+      source = codegen::print_program_cpp(codegen::lower_graph(m, *g, batch));
+    }
+    fs::path path = fs::path(o.out_dir) / fmt::format("{}.{}.{}", stem, name, o.emit == "cuda" ? "cu" : "cpp");
     std::ofstream out(path, std::ios::binary | std::ios::trunc);
     out << source;
     if (!out.flush()) throw std::runtime_error(fmt::format("cannot write {}", path.string()));
@@ -92,8 +126,9 @@ void add_compile_command(CLI::App& app, Runner& run) {
   auto o = std::make_shared<CompileOptions>();
   CLI::App* cmd = app.add_subcommand("compile", "Generate the kernels' source of a model (after the default pipeline)");
   cmd->add_option("file", o->file, "model file (.dnn, or .ir text)")->required();
-  cmd->add_option("--emit", o->emit, "what to generate: cpp")->check(CLI::IsMember({"cpp"}));
-  cmd->add_option("-o,--output", o->out_dir, "directory for <model>.<graph>.cpp (required unless --stats)");
+  cmd->add_option("--emit", o->emit, "what to generate: cpp (cpu backend) or cuda (CUDA C for NVRTC)")
+      ->check(CLI::IsMember({"cpp", "cuda"}));
+  cmd->add_option("-o,--output", o->out_dir, "directory for <model>.<graph>.cpp|.cu (required unless --stats)");
   cmd->add_option("--batch", o->batch, "batch size to specialise for (default: the train block's)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--graph", o->graphs, "graphs to generate (default: train_step and infer)");

@@ -4,6 +4,7 @@
 #include <array>
 #include <catch2/catch.hpp>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 namespace {
@@ -78,4 +79,27 @@ TEST_CASE("bad pass and target names are errors with a non-zero exit", "[cli]") 
   Result none = run("compile models/mnist_mlp.dnn");
   CHECK(none.code != 0);
   CHECK_THAT(none.out, Catch::Contains("-o DIR is required"));
+}
+
+TEST_CASE("compile --emit=cuda writes the CUDA C of each graph with its launch order", "[cli]") {
+  std::string dir = "build-cli-emit-cuda-test";
+  std::string cleanup = "rm -rf " + dir;
+  REQUIRE(std::system(cleanup.c_str()) == 0);
+  Result r = run("compile models/mnist_mlp.dnn --emit=cuda -o " + dir);
+  INFO(r.out);
+  CHECK(r.code == 0);
+  FILE* f = std::fopen((dir + "/mnist_mlp.train_step.cu").c_str(), "rb");
+  REQUIRE(f);
+  std::string src;
+  std::array<char, 4096> buf{};
+  size_t n;
+  while ((n = std::fread(buf.data(), 1, buf.size(), f)) > 0) src.append(buf.data(), n);
+  std::fclose(f);
+  // The MLP's first GEMM (batch 128 x 784 -> 512) is a cuBLASLt call; its kernels are __global__.
+  CHECK_THAT(src, Catch::Contains("cuBLASLt GEMM m=128 n=512 k=784"));
+  CHECK_THAT(src, Catch::Contains("extern \"C\" __global__"));
+  CHECK_THAT(src, !Catch::Contains("#include"));
+  Result bad = run("compile models/mnist_mlp.dnn --emit=ptx -o " + dir);
+  CHECK(bad.code != 0);
+  std::system(cleanup.c_str());
 }
