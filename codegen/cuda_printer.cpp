@@ -372,55 +372,9 @@ class KernelPrinter {
             c != INT64_MIN)
           return fmt::format("({} - {})", arg(0), -c);
         std::string a = arg(0), b = arg(1);
-        const char* op = nullptr;
+        const char* op = binary_op_c_token(n.binary);
         switch (n.binary) {
-          case BinaryOp::add:
-            op = "+";
-            break;
-          case BinaryOp::sub:
-            op = "-";
-            break;
-          case BinaryOp::mul:
-            op = "*";
-            break;
-          case BinaryOp::div:
-            op = "/";
-            break;
-          case BinaryOp::mod:
-            op = "%";
-            break;
-          case BinaryOp::lt:
-            op = "<";
-            break;
-          case BinaryOp::le:
-            op = "<=";
-            break;
-          case BinaryOp::gt:
-            op = ">";
-            break;
-          case BinaryOp::ge:
-            op = ">=";
-            break;
-          case BinaryOp::eq:
-            op = "==";
-            break;
-          case BinaryOp::ne:
-            op = "!=";
-            break;
-          case BinaryOp::logical_and:
-            op = "&&";
-            break;
-          case BinaryOp::logical_or:
-            op = "||";
-            break;
-          case BinaryOp::bit_xor:
-            op = "^";
-            break;
-          case BinaryOp::shr:
-            op = ">>";
-            break;
-          case BinaryOp::shl:
-            op = "<<";
+          default:
             break;
           case BinaryOp::min:
             return fmt::format("({1} < {0} ? {1} : {0})", a, b);  // std::min

@@ -37,6 +37,12 @@ const char* binary_op_name(BinaryOp op) {
   return names[static_cast<int>(op)];
 }
 
+const char* binary_op_c_token(BinaryOp op) {
+  static const char* tokens[] = {"+", "-",  "*",  "/",  "%",  nullptr, nullptr, nullptr, "<", "<=",
+                                 ">", ">=", "==", "!=", "&&", "||",    "^",     ">>",    "<<"};
+  return tokens[static_cast<int>(op)];
+}
+
 ScalarType Expr::type() const {
   assert(node_ && "type() of an empty Expr");
   return node_->type;

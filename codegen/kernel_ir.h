@@ -43,6 +43,9 @@ enum class BinaryOp : uint8_t {
 };
 const char* unary_op_name(UnaryOp op);
 const char* binary_op_name(BinaryOp op);
+/// The C infix operator of `op` (both printers emit C syntax), or nullptr for min, max and pow,
+/// which are printed as a conditional or a call.
+const char* binary_op_c_token(BinaryOp op);
 
 struct ExprNode;
 
