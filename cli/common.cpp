@@ -3,6 +3,7 @@
 
 #include <fstream>
 #include <iostream>
+#include <new>
 #include <sstream>
 
 #include "cli/commands.h"
@@ -41,6 +42,10 @@ int guarded(const std::function<int()>& body) {
   } catch (const std::invalid_argument& e) {
     std::cerr << "dnnc: error: " << e.what() << "\n";
     return 2;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "dnnc: error: out of memory (an allocation failed; the model, batch or dataset may be too large for "
+                 "this machine)\n";
+    return 1;
   } catch (const std::exception& e) {
     std::cerr << "dnnc: error: " << e.what() << "\n";
     return 1;

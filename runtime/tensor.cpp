@@ -7,6 +7,8 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 
 namespace dnnc::runtime {
 
@@ -14,16 +16,46 @@ void Tensor::Free::operator()(void* p) const noexcept { std::free(p); }
 
 Tensor::Tensor(ir::DType dtype, std::vector<int64_t> shape) : dtype_(dtype), shape_(std::move(shape)) {
   numel_ = 1;
+  bool overflow = false;
   for (int64_t d : shape_) {
     assert(d >= 0 && "tensor dims must be concrete and non-negative");
-    numel_ *= d;
+    overflow |= d != 0 && numel_ > (INT64_MAX / 8) / d;
+    if (!overflow) numel_ *= d;
   }
+  if (overflow) throw OutOfMemory(fmt::format("out of memory: a tensor {} has more bytes than 64 bits can count", describe(*this)));
   size_t bytes = (nbytes() + 63) / 64 * 64;
   if (bytes == 0) bytes = 64;
   void* p = std::aligned_alloc(64, bytes);
-  if (!p) throw std::bad_alloc();
+  if (!p) {
+    int64_t avail = available_memory_bytes();
+    throw OutOfMemory(fmt::format("out of memory: cannot allocate {} for a tensor {}{}", format_bytes(double(bytes)),
+                                  describe(*this),
+                                  avail >= 0 ? fmt::format(" ({} available)", format_bytes(double(avail))) : ""));
+  }
   std::memset(p, 0, bytes);
   data_.reset(static_cast<std::byte*>(p));
+}
+
+std::string format_bytes(double bytes) {
+  static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  int u = 0;
+  while (bytes >= 1024.0 && u < 6) {
+    bytes /= 1024.0;
+    ++u;
+  }
+  return u == 0 ? fmt::format("{:.0f} B", bytes) : fmt::format("{:.2f} {}", bytes, units[u]);
+}
+
+int64_t available_memory_bytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream ls(line);
+    std::string key, unit;
+    int64_t kib = -1;
+    if (ls >> key >> kib >> unit && key == "MemAvailable:" && kib >= 0) return kib * 1024;
+  }
+  return -1;
 }
 
 Tensor::Tensor(const Tensor& o) : Tensor() { *this = o; }

@@ -3,6 +3,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,7 @@ class Tensor {
  public:
   Tensor() = default;
   /// Zero-filled tensor. Asserts that every dim is >= 0 (callers validate user shapes first).
+  /// Throws OutOfMemory if the storage cannot be allocated (or its size overflows).
   Tensor(ir::DType dtype, std::vector<int64_t> shape);
   Tensor(const Tensor& o);
   Tensor& operator=(const Tensor& o);
@@ -55,6 +57,18 @@ class Tensor {
 
 /// "f32[128,784]"
 std::string describe(const Tensor& t);
+
+/// Thrown when a tensor's storage cannot be allocated; the message names the size and shape.
+class OutOfMemory : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// "512 B", "2.30 MiB", "3.73 TiB" (binary units).
+std::string format_bytes(double bytes);
+
+/// Memory this process may still use: MemAvailable of /proc/meminfo (bytes), or -1 if unknown.
+int64_t available_memory_bytes();
 
 /// ‖a−b‖₂/‖b‖₂ over f32 tensors of equal numel, computed in double. If ‖b‖ is 0, returns ‖a−b‖.
 double rel_error(const Tensor& a, const Tensor& b);

@@ -35,12 +35,49 @@ uint64_t fnv1a64(const std::string& s) {
 
 uint64_t param_seed(uint64_t seed, const std::string& name) { return splitmix64(seed + fnv1a64(name)); }
 
+namespace {
+
+// Bytes of a param's storage, as a double so that no shape can overflow it.
+double param_bytes(const ir::Param& p) {
+  double n = p.type.dtype == ir::DType::i64 ? 8 : 4;
+  for (ir::Dim d : p.type.shape) n *= static_cast<double>(d);
+  return n;
+}
+
+// Fails with the sizes at fault, before allocating anything, if the params cannot fit in the
+// memory this machine has available (rather than dying in the allocator or the OOM killer).
+void check_fits_in_memory(const ir::Module& m) {
+  int64_t avail = available_memory_bytes();
+  if (avail < 0) return;
+  double total = 0;
+  const ir::Param* largest = nullptr;
+  for (const ir::Param& p : m.params) {
+    total += param_bytes(p);
+    if (!largest || param_bytes(p) > param_bytes(*largest)) largest = &p;
+  }
+  if (total <= static_cast<double>(avail) || !largest) return;
+  throw OutOfMemory(fmt::format(
+      "model {}: its {} parameters and optimizer state need {}, but only {} of memory is available; the largest is "
+      "'{}' {} ({})",
+      m.name, m.params.size(), format_bytes(total), format_bytes(static_cast<double>(avail)), largest->name,
+      ir::to_string(largest->type, m.batch_symbol), format_bytes(param_bytes(*largest))));
+}
+
+}  // namespace
+
 ParamStore init_params(const ir::Module& m, uint64_t seed) {
   ParamStore store;
-  for (const ir::Param& p : m.params) {
+  for (const ir::Param& p : m.params)
     for (ir::Dim d : p.type.shape)
       if (d < 0) init_error(p, "shape " + ir::to_string(p.type, m.batch_symbol) + " is not concrete");
-    Tensor t(p.type.dtype, p.type.shape);
+  check_fits_in_memory(m);
+  for (const ir::Param& p : m.params) {
+    Tensor t;
+    try {
+      t = Tensor(p.type.dtype, p.type.shape);
+    } catch (const OutOfMemory& e) {
+      throw OutOfMemory(fmt::format("init_params: param '{}': {}", p.name, e.what()));
+    }
     const std::string& kind = p.init.kind;
     if (kind == "zeros") {
       // Tensor is zero-filled already.

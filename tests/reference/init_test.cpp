@@ -74,3 +74,25 @@ TEST_CASE("init_params names the param it cannot initialise", "[reference][init]
   m.params = {param("labels", {2}, "uniform", 1.0, ir::DType::i64)};
   CHECK_THROWS_WITH(init_params(m, 0), Catch::Contains("'labels'") && Catch::Contains("f32"));
 }
+
+TEST_CASE("params too large for this machine's memory fail before allocating, naming the largest", "[reference][init]") {
+  ir::Module m;
+  m.name = "Huge";
+  // 2e9 x 512 floats = 3.73 TiB: no overflow, just more than any machine here has.
+  m.params = {param("fc1.weight", {512, 784}, "zeros"), param("fc2.weight", {2000000000, 512}, "uniform", 0.1)};
+  try {
+    init_params(m, 1);
+    FAIL("init_params returned");
+  } catch (const runtime::OutOfMemory& e) {
+    std::string msg = e.what();
+    INFO(msg);
+    CHECK_THAT(msg, Catch::Contains("model Huge: its 2 parameters and optimizer state need 3.73 TiB") &&
+                        Catch::Contains("of memory is available; the largest is 'fc2.weight' f32[2000000000,512] (3.73 TiB)"));
+  }
+}
+
+TEST_CASE("a tensor whose byte count overflows is an OutOfMemory error, not a crash", "[reference][init]") {
+  CHECK_THROWS_AS(Tensor(ir::DType::f32, {int64_t{1} << 40, int64_t{1} << 30}), runtime::OutOfMemory);
+  CHECK(runtime::format_bytes(512) == "512 B");
+  CHECK(runtime::format_bytes(2.5 * 1024 * 1024) == "2.50 MiB");
+}
