@@ -2,6 +2,7 @@
 #include "runtime/checkpoint/atomic_file.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -17,11 +18,33 @@ std::runtime_error sys_error(const std::string& path, const char* what) {
   return std::runtime_error(fmt::format("{}: {}: {}", path, what, std::strerror(errno)));
 }
 
+// Whether process `pid` is gone (kill(pid, 0) fails with ESRCH).
+bool process_gone(long pid) { return pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH; }
+
 }  // namespace
+
+int remove_stale_temps(const std::string& path) {
+  namespace fs = std::filesystem;
+  fs::path target(path);
+  fs::path dir = target.parent_path().empty() ? fs::path(".") : target.parent_path();
+  const std::string prefix = target.filename().string() + ".tmp.";
+  std::error_code ec;
+  int removed = 0;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) continue;
+    const std::string pid = name.substr(prefix.size());
+    if (pid.size() > 9 || pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    if (!process_gone(std::stol(pid)) || !e.is_regular_file(ec)) continue;
+    if (fs::remove(e.path(), ec)) ++removed;
+  }
+  return removed;
+}
 
 std::string atomic_temp_path(const std::string& path) { return fmt::format("{}.tmp.{}", path, ::getpid()); }
 
 AtomicFile::AtomicFile(std::string path) : path_(std::move(path)), temp_path_(atomic_temp_path(path_)) {
+  remove_stale_temps(path_);
   fd_ = ::open(temp_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd_ < 0) throw sys_error(temp_path_, "cannot create");
 }

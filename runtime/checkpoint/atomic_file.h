@@ -9,7 +9,8 @@ namespace dnnc::runtime {
 
 class AtomicFile {
  public:
-  /// Creates `path`.tmp.<pid> for writing. Throws std::runtime_error naming the temporary file
+  /// Creates `path`.tmp.<pid> for writing, after removing the temporary files that writers of
+  /// `path` killed mid-save left behind (see remove_stale_temps). Throws std::runtime_error naming the temporary file
   /// if it cannot be created (e.g. the directory does not exist or is not writable).
   explicit AtomicFile(std::string path);
   /// Removes the temporary file unless commit() succeeded.
@@ -32,6 +33,10 @@ class AtomicFile {
   int fd_ = -1;
   bool committed_ = false;
 };
+
+/// Removes `path`.tmp.<pid> files in path's directory whose process <pid> no longer exists
+/// (left by a writer killed mid-save); a live writer's file is kept. Returns how many it removed.
+int remove_stale_temps(const std::string& path);
 
 /// The temporary path AtomicFile uses for `path` in this process: `path`.tmp.<pid>.
 std::string atomic_temp_path(const std::string& path);

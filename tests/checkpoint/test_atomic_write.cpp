@@ -84,8 +84,18 @@ TEST_CASE("a process killed in the middle of a save leaves the old checkpoint in
   int status = 0;
   waitpid(child, &status, 0);
   CHECK(WIFSIGNALED(status));
-  CHECK(std::filesystem::exists(path + ".tmp." + std::to_string(child)));  // the half-written save
+  const std::string left = path + ".tmp." + std::to_string(child);
+  CHECK(std::filesystem::exists(left));  // the half-written save
   CHECK(whole_file_value(path) == 1.0f);
+  // The next save removes it (its writer is gone) but not the file of a live writer (us).
+  const std::string live = path + ".tmp." + std::to_string(getppid());
+  write_bytes(live, {'l'});
+  write_bytes(path + ".tmp.12ab", {'x'});  // not a pid: not ours to remove
+  write_safetensors(path, filled(1000, 2.0f));
+  CHECK_FALSE(std::filesystem::exists(left));
+  CHECK(std::filesystem::exists(live));
+  CHECK(std::filesystem::exists(path + ".tmp.12ab"));
+  CHECK(whole_file_value(path) == 2.0f);
 }
 
 TEST_CASE("write_safetensors killed at any moment leaves a complete old or new file", "[atomic][slow]") {
