@@ -503,6 +503,12 @@ Program lower_graph(const ir::Module& m, const ir::Graph& g, int64_t batch, cons
         ++i;
         continue;
       }
+      if (nodes.size() > 1) {
+        if (size_t used = lower_softmax_xent(ctx, nodes, i)) {
+          i += used;
+          continue;
+        }
+      }
       if (options.gemm_epilogues && nodes.size() > 1) {
         if (size_t used = lower_gemm_epilogue(ctx, nodes, i, lower_one)) {
           i += used;

@@ -139,6 +139,12 @@ std::map<const ir::Node*, const ir::Node*> plan_optimizer_gemms(const LowerCtx& 
 void lower_optimizer_gemm(LowerCtx& ctx, const ir::Node& update, const ir::Node& gemm,
                           const std::function<void(const ir::Node&)>& lower_one, std::set<int>& checked_steps);
 
+/// Pass fuse's softmax_xent group as one kernel (lower_reduce.cpp): if nodes[i] is cross_entropy
+/// followed by (optionally) the constant dloss `fill`, its cross_entropy_backward and
+/// (optionally) the bias gradient reduce_sum over the batch, lowers them as one pass over the
+/// logits and returns how many nodes it took (0: not this pattern).
+size_t lower_softmax_xent(LowerCtx& ctx, const std::vector<const ir::Node*>& nodes, size_t i);
+
 /// floor(a / s) for s > 0 and a >= min_a (C's / truncates toward zero; this shifts a first).
 Expr floordiv(Expr a, int64_t s, int64_t min_a);
 

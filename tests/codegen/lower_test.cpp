@@ -274,10 +274,27 @@ TEST_CASE("bias-gradient sums run in the input-gradient GEMM's epilogue", "[code
     CHECK(buf(p, s->gemm.col_sums).value_name.find("bias.grad") != std::string::npos);
   }
   CHECK(sums == 2);                             // fc2.bias.grad, fc1.bias.grad
-  CHECK(kernels_named(p, "reduce_sum") == 1);  // fc3.bias.grad, over the logits' gradient
+  CHECK(kernels_named(p, "reduce_sum") == 0);  // fc3.bias.grad is summed in the softmax_xent kernel
   LowerOptions off;
   off.bias_grad_in_gemm = false;
   Program q = lower_graph(m, g, 16, off);
   for (const Step* s : gemms(q)) CHECK(s->gemm.col_sums < 0);
-  CHECK(kernels_named(q, "reduce_sum") == 3);
+  CHECK(kernels_named(q, "reduce_sum") == 2);
+}
+
+TEST_CASE("the softmax_xent group is one kernel: loss, dloss, dlogits and the bias gradient", "[codegen][lower]") {
+  for (const char* model : {"models/mnist_mlp.dnn", "models/cifar_cnn.dnn"}) {
+    INFO(model);
+    ir::Module m = test::pipeline_model(model);
+    Program p = lower_graph(m, *m.graph("train_step"), 8);
+    CHECK(kernels_named(p, "softmax_xent") == 1);
+    CHECK(kernels_named(p, "cross_entropy") == 0);
+    CHECK(kernels_named(p, "fill") == 0);
+    for (const Step& s : p.steps)
+      if (s.kind == Step::Kind::kernel && p.kernels[static_cast<size_t>(s.kernel)].name.find("softmax_xent") !=
+                                              std::string::npos) {
+        CHECK(s.comment.size() == 4);  // cross_entropy, fill, cross_entropy_backward, reduce_sum
+        CHECK(p.kernels[static_cast<size_t>(s.kernel)].errors.size() == 1);
+      }
+  }
 }

@@ -216,76 +216,50 @@ static void g6_gemm(const float* __restrict__ a, const float* __restrict__ b, co
 }
 
 // %loss = cross_entropy(%logits, %label)
-static int k7_cross_entropy(const float* __restrict__ v_logits, const i64* __restrict__ in_label, float* __restrict__ v_loss) {
+// %dloss = fill() {shape=[], value=1.0}
+// %dlogits = cross_entropy_backward(%dloss, %logits, %label)
+// %fc.bias.grad = reduce_sum(%dlogits) {axes=[0], keepdim=false}
+static int k7_softmax_xent(const float* __restrict__ v_logits, const i64* __restrict__ in_label, float* __restrict__ v_loss, float* __restrict__ v_dloss, float* __restrict__ v_dlogits, float* __restrict__ v_fc_bias_grad) {
   for (i64 b = 0; b < 32; ++b) {
     if (((in_label[b] < 0) || (in_label[b] >= 10))) return 1;
+  }
+  v_dloss[0] = 0x1p+0f;
+  float scale = (0x1p+0f / 0x1p+5f);
+  for (i64 c = 0; c < 10; ++c) {
+    v_fc_bias_grad[c] = 0x0p+0f;
   }
   float total = 0x0p+0f;
   for (i64 b1 = 0; b1 < 32; ++b1) {
     float mx = (-__builtin_inff());
-    for (i64 c = 0; c < 10; ++c) {
-      mx = (mx < v_logits[((b1 * 10) + c)] ? v_logits[((b1 * 10) + c)] : mx);
+    for (i64 c1 = 0; c1 < 10; ++c1) {
+      mx = (mx < v_logits[((b1 * 10) + c1)] ? v_logits[((b1 * 10) + c1)] : mx);
     }
     float sum = 0x0p+0f;
-    for (i64 c1 = 0; c1 < 10; ++c1) {
-      sum = (sum + __builtin_expf((v_logits[((b1 * 10) + c1)] - mx)));
+    for (i64 c2 = 0; c2 < 10; ++c2) {
+      float e = __builtin_expf((v_logits[((b1 * 10) + c2)] - mx));
+      v_dlogits[((b1 * 10) + c2)] = e;
+      sum = (sum + e);
     }
-    total = (total + ((__builtin_logf(sum) + mx) - v_logits[((b1 * 10) + in_label[b1])]));
+    i64 t = in_label[b1];
+    total = (total + ((__builtin_logf(sum) + mx) - v_logits[((b1 * 10) + t)]));
+    for (i64 c3 = 0; c3 < 10; ++c3) {
+      float g = (scale * ((v_dlogits[((b1 * 10) + c3)] / sum) - ((c3 == t) ? 0x1p+0f : 0x0p+0f)));
+      v_dlogits[((b1 * 10) + c3)] = g;
+      v_fc_bias_grad[c3] += g;
+    }
   }
   v_loss[0] = (total / 0x1p+5f);
   return 0;
 }
 
-// %dloss = fill() {shape=[], value=1.0}
-static int k8_fill(float* __restrict__ v_dloss) {
-  v_dloss[0] = 0x1p+0f;
-  return 0;
-}
-
-// %dlogits = cross_entropy_backward(%dloss, %logits, %label)
-static int k9_cross_entropy_backward(const float* __restrict__ v_dloss, const float* __restrict__ v_logits, const i64* __restrict__ in_label, float* __restrict__ v_dlogits) {
-  for (i64 b = 0; b < 32; ++b) {
-    if (((in_label[b] < 0) || (in_label[b] >= 10))) return 1;
-  }
-  float scale = (v_dloss[0] / 0x1p+5f);
-  for (i64 b1 = 0; b1 < 32; ++b1) {
-    float mx = (-__builtin_inff());
-    for (i64 c = 0; c < 10; ++c) {
-      mx = (mx < v_logits[((b1 * 10) + c)] ? v_logits[((b1 * 10) + c)] : mx);
-    }
-    float sum = 0x0p+0f;
-    for (i64 c1 = 0; c1 < 10; ++c1) {
-      sum = (sum + __builtin_expf((v_logits[((b1 * 10) + c1)] - mx)));
-    }
-    i64 t = in_label[b1];
-    for (i64 c2 = 0; c2 < 10; ++c2) {
-      v_dlogits[((b1 * 10) + c2)] = (scale * ((__builtin_expf((v_logits[((b1 * 10) + c2)] - mx)) / sum) - ((c2 == t) ? 0x1p+0f : 0x0p+0f)));
-    }
-  }
-  return 0;
-}
-
-// %fc.bias.grad = reduce_sum(%dlogits) {axes=[0], keepdim=false}
-static int k10_reduce_sum(const float* __restrict__ v_dlogits, float* __restrict__ v_fc_bias_grad) {
-  for (i64 o = 0; o < 10; ++o) {
-    v_fc_bias_grad[o] = 0x0p+0f;
-  }
-  for (i64 r = 0; r < 32; ++r) {
-    for (i64 k = 0; k < 10; ++k) {
-      v_fc_bias_grad[k] += v_dlogits[((r * 10) + k)];
-    }
-  }
-  return 0;
-}
-
 // %d3 = matmul(%dlogits, @fc.weight) {transpose_a=false, transpose_b=false}
 // C[32,2048] = A · B
-static void g11_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
+static void g8_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
   dnnc_sgemm(false, false, 32, 2048, 10, 0x1p+0f, a, 10, b, 2048, 0x0p+0f, c, 2048);
 }
 
 // %d2 = avgpool2d_backward(%dh2, %2) {count_include_pad=true, kernel=[2,2], padding=[0,0], stride=[]}
-static int k12_avgpool2d_backward(const float* __restrict__ v_dh2, float* __restrict__ v_d2) {
+static int k9_avgpool2d_backward(const float* __restrict__ v_dh2, float* __restrict__ v_d2) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 bc = 0; bc < 1024; ++bc) {
     i64 xbase = (bc * 256);
@@ -319,7 +293,7 @@ static int k12_avgpool2d_backward(const float* __restrict__ v_dh2, float* __rest
 }
 
 // %d1 = relu_backward(%d2, %2)
-static int k13_relu_backward(const float* __restrict__ v_d2, const float* __restrict__ v_2, float* __restrict__ v_d1) {
+static int k10_relu_backward(const float* __restrict__ v_d2, const float* __restrict__ v_2, float* __restrict__ v_d1) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 i = 0; i < 262144; ++i) {
     v_d1[i] = ((v_2[i] > 0x0p+0f) ? v_d2[i] : 0x0p+0f);
@@ -328,7 +302,7 @@ static int k13_relu_backward(const float* __restrict__ v_d2, const float* __rest
 }
 
 // %conv2.bias.grad = reduce_sum(%d1) {axes=[0,2,3], keepdim=false}
-static int k14_reduce_sum(const float* __restrict__ v_d1, float* __restrict__ v_conv2_bias_grad) {
+static int k11_reduce_sum(const float* __restrict__ v_d1, float* __restrict__ v_conv2_bias_grad) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 o = 0; o < 32; ++o) {
     float acc = 0x0p+0f;
@@ -344,7 +318,7 @@ static int k14_reduce_sum(const float* __restrict__ v_d1, float* __restrict__ v_
 
 // %dh1 = conv2d_backward_input(%d1, @conv2.weight) {dilation=[1,1], groups=1, input_hw=[32,32], padding=[1,1], stride=[2,2]}
 // C[144,256] = Aᵀ · B, 32 problems
-static void g15_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
+static void g12_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
 #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 bi = 0; bi < 32; ++bi) {
     dnnc_sgemm(true, false, 144, 256, 32, 0x1p+0f, a, 144, b + bi * 8192, 256, 0x0p+0f, c + bi * 36864, 256);
@@ -352,7 +326,7 @@ static void g15_gemm(const float* __restrict__ a, const float* __restrict__ b, f
 }
 
 // %dh1 = conv2d_backward_input(%d1, @conv2.weight) {dilation=[1,1], groups=1, input_hw=[32,32], padding=[1,1], stride=[2,2]}
-static int k16_col2im(const float* __restrict__ s_dcol, float* __restrict__ v_dh1) {
+static int k13_col2im(const float* __restrict__ s_dcol, float* __restrict__ v_dh1) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 bc = 0; bc < 512; ++bc) {
     i64 xbase = (bc * 1024);
@@ -375,7 +349,7 @@ static int k16_col2im(const float* __restrict__ s_dcol, float* __restrict__ v_dh
 }
 
 // %d0 = relu_backward(%dh1, %h1)
-static int k17_relu_backward(const float* __restrict__ v_dh1, const float* __restrict__ v_h1, float* __restrict__ v_d0) {
+static int k14_relu_backward(const float* __restrict__ v_dh1, const float* __restrict__ v_h1, float* __restrict__ v_d0) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 i = 0; i < 524288; ++i) {
     v_d0[i] = ((v_h1[i] > 0x0p+0f) ? v_dh1[i] : 0x0p+0f);
@@ -384,7 +358,7 @@ static int k17_relu_backward(const float* __restrict__ v_dh1, const float* __res
 }
 
 // %conv1.bias.grad = reduce_sum(%d0) {axes=[0,2,3], keepdim=false}
-static int k18_reduce_sum(const float* __restrict__ v_d0, float* __restrict__ v_conv1_bias_grad) {
+static int k15_reduce_sum(const float* __restrict__ v_d0, float* __restrict__ v_conv1_bias_grad) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 o = 0; o < 16; ++o) {
     float acc = 0x0p+0f;
@@ -400,7 +374,7 @@ static int k18_reduce_sum(const float* __restrict__ v_d0, float* __restrict__ v_
 
 // %conv2.weight.grad = conv2d_backward_weight(%d1, %h1) {dilation=[1,1], groups=1, kernel=[3,3], padding=[1,1], stride=[2,2]}
 //   (im2col of h1)
-static int k19_im2col(const float* __restrict__ v_h1, float* __restrict__ s_col_1) {
+static int k16_im2col(const float* __restrict__ v_h1, float* __restrict__ s_col_1) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 bc = 0; bc < 512; ++bc) {
     i64 xbase = (bc * 1024);
@@ -426,7 +400,7 @@ static int k19_im2col(const float* __restrict__ v_h1, float* __restrict__ s_col_
 
 // %conv2.weight.grad = conv2d_backward_weight(%d1, %h1) {dilation=[1,1], groups=1, kernel=[3,3], padding=[1,1], stride=[2,2]}
 //   (dy as [O, B*P])
-static int k20_dy_t(const float* __restrict__ v_d1, float* __restrict__ s_dy_t) {
+static int k17_dy_t(const float* __restrict__ v_d1, float* __restrict__ s_dy_t) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 ob = 0; ob < 1024; ++ob) {
     i64 o = (ob / 32);
@@ -440,13 +414,13 @@ static int k20_dy_t(const float* __restrict__ v_d1, float* __restrict__ s_dy_t) 
 
 // %conv2.weight.grad = conv2d_backward_weight(%d1, %h1) {dilation=[1,1], groups=1, kernel=[3,3], padding=[1,1], stride=[2,2]}
 // C[32,144] = A · Bᵀ
-static void g21_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
+static void g18_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
   dnnc_sgemm_split_k(false, true, 32, 144, 8192, 0x1p+0f, a, 8192, b, 8192, c, 144);
 }
 
 // %conv1.weight.grad = conv2d_backward_weight(%d0, %image) {dilation=[1,1], groups=1, kernel=[3,3], padding=[1,1], stride=[1,1]}
 //   (im2col of image)
-static int k22_im2col(const float* __restrict__ in_image, float* __restrict__ s_col_2) {
+static int k19_im2col(const float* __restrict__ in_image, float* __restrict__ s_col_2) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 bc = 0; bc < 96; ++bc) {
     i64 xbase = (bc * 1024);
@@ -472,7 +446,7 @@ static int k22_im2col(const float* __restrict__ in_image, float* __restrict__ s_
 
 // %conv1.weight.grad = conv2d_backward_weight(%d0, %image) {dilation=[1,1], groups=1, kernel=[3,3], padding=[1,1], stride=[1,1]}
 //   (dy as [O, B*P])
-static int k23_dy_t(const float* __restrict__ v_d0, float* __restrict__ s_dy_t_1) {
+static int k20_dy_t(const float* __restrict__ v_d0, float* __restrict__ s_dy_t_1) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 ob = 0; ob < 512; ++ob) {
     i64 o = (ob / 32);
@@ -486,19 +460,19 @@ static int k23_dy_t(const float* __restrict__ v_d0, float* __restrict__ s_dy_t_1
 
 // %conv1.weight.grad = conv2d_backward_weight(%d0, %image) {dilation=[1,1], groups=1, kernel=[3,3], padding=[1,1], stride=[1,1]}
 // C[16,27] = A · Bᵀ
-static void g24_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
+static void g21_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
   dnnc_sgemm_split_k(false, true, 16, 27, 32768, 0x1p+0f, a, 32768, b, 32768, c, 27);
 }
 
 // %step = add_scalar(@dnnc.step) {value=1.0}
-static int k25_add_scalar(float* __restrict__ p_dnnc_step) {
+static int k22_add_scalar(float* __restrict__ p_dnnc_step) {
   float s_0 = p_dnnc_step[0];
   p_dnnc_step[0] = (s_0 + 0x1p+0f);
   return 0;
 }
 
 // %conv1.weight.new, %4 = sgd_update(@conv1.weight, %conv1.weight.grad, @conv1.weight.momentum_buffer, %step) {dampening=0.0, lr=0.01, momentum=0.9, nesterov=false, weight_decay=0.0}
-static int k26_sgd_update(float* __restrict__ p_conv1_weight, const float* __restrict__ v_conv1_weight_grad, float* __restrict__ p_conv1_weight_momentum_buffer, const float* __restrict__ v_step) {
+static int k23_sgd_update(float* __restrict__ p_conv1_weight, const float* __restrict__ v_conv1_weight_grad, float* __restrict__ p_conv1_weight_momentum_buffer, const float* __restrict__ v_step) {
   float s_0 = v_step[0];
   if ((!(s_0 >= 0x1p+0f))) return 1;
   bool first = (s_0 == 0x1p+0f);
@@ -513,7 +487,7 @@ static int k26_sgd_update(float* __restrict__ p_conv1_weight, const float* __res
 }
 
 // %conv1.bias.new, %5 = sgd_update(@conv1.bias, %conv1.bias.grad, @conv1.bias.momentum_buffer, %step) {dampening=0.0, lr=0.01, momentum=0.9, nesterov=false, weight_decay=0.0}
-static int k27_sgd_update(float* __restrict__ p_conv1_bias, const float* __restrict__ v_conv1_bias_grad, float* __restrict__ p_conv1_bias_momentum_buffer, const float* __restrict__ v_step) {
+static int k24_sgd_update(float* __restrict__ p_conv1_bias, const float* __restrict__ v_conv1_bias_grad, float* __restrict__ p_conv1_bias_momentum_buffer, const float* __restrict__ v_step) {
   float s_0 = v_step[0];
   if ((!(s_0 >= 0x1p+0f))) return 1;
   bool first = (s_0 == 0x1p+0f);
@@ -528,7 +502,7 @@ static int k27_sgd_update(float* __restrict__ p_conv1_bias, const float* __restr
 }
 
 // %conv2.weight.new, %6 = sgd_update(@conv2.weight, %conv2.weight.grad, @conv2.weight.momentum_buffer, %step) {dampening=0.0, lr=0.01, momentum=0.9, nesterov=false, weight_decay=0.0}
-static int k28_sgd_update(float* __restrict__ p_conv2_weight, const float* __restrict__ v_conv2_weight_grad, float* __restrict__ p_conv2_weight_momentum_buffer, const float* __restrict__ v_step) {
+static int k25_sgd_update(float* __restrict__ p_conv2_weight, const float* __restrict__ v_conv2_weight_grad, float* __restrict__ p_conv2_weight_momentum_buffer, const float* __restrict__ v_step) {
   float s_0 = v_step[0];
   if ((!(s_0 >= 0x1p+0f))) return 1;
   bool first = (s_0 == 0x1p+0f);
@@ -543,7 +517,7 @@ static int k28_sgd_update(float* __restrict__ p_conv2_weight, const float* __res
 }
 
 // %conv2.bias.new, %7 = sgd_update(@conv2.bias, %conv2.bias.grad, @conv2.bias.momentum_buffer, %step) {dampening=0.0, lr=0.01, momentum=0.9, nesterov=false, weight_decay=0.0}
-static int k29_sgd_update(float* __restrict__ p_conv2_bias, const float* __restrict__ v_conv2_bias_grad, float* __restrict__ p_conv2_bias_momentum_buffer, const float* __restrict__ v_step) {
+static int k26_sgd_update(float* __restrict__ p_conv2_bias, const float* __restrict__ v_conv2_bias_grad, float* __restrict__ p_conv2_bias_momentum_buffer, const float* __restrict__ v_step) {
   float s_0 = v_step[0];
   if ((!(s_0 >= 0x1p+0f))) return 1;
   bool first = (s_0 == 0x1p+0f);
@@ -558,13 +532,13 @@ static int k29_sgd_update(float* __restrict__ p_conv2_bias, const float* __restr
 }
 
 // %fc.weight.new, %8 = sgd_update(@fc.weight, %fc.weight.grad, @fc.weight.momentum_buffer, %step) {dampening=0.0, lr=0.01, momentum=0.9, nesterov=false, weight_decay=0.0}
-static int k30_sgd_step_check(const float* __restrict__ v_step) {
+static int k27_sgd_step_check(const float* __restrict__ v_step) {
   if ((!(v_step[0] >= 0x1p+0f))) return 1;
   return 0;
 }
 
-// epilogue of g31_gemm: elements [begin, end) of C
-static int g31_epilogue(i64 begin, i64 end, const float* __restrict__ v_8, float* __restrict__ v_fc_weight_new) {
+// epilogue of g28_gemm: elements [begin, end) of C
+static int g28_epilogue(i64 begin, i64 end, const float* __restrict__ v_8, float* __restrict__ v_fc_weight_new) {
   for (i64 i = begin; i < end; ++i) {
     v_fc_weight_new[i] = (v_fc_weight_new[i] + ((-0x1.47ae14p-7f) * v_8[i]));
   }
@@ -572,20 +546,20 @@ static int g31_epilogue(i64 begin, i64 end, const float* __restrict__ v_8, float
 }
 // %fc.weight.grad = matmul(%dlogits, %3) {transpose_a=true, transpose_b=false}
 // %fc.weight.new, %8 = sgd_update(@fc.weight, %fc.weight.grad, @fc.weight.momentum_buffer, %step) {dampening=0.0, lr=0.01, momentum=0.9, nesterov=false, weight_decay=0.0}
-// C[10,2048] = α Aᵀ · B + β C (α, β = 1, 0 on the first step, else 1, 0.9), then g31_epilogue on each thread's rows
-static void g31_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c, float* __restrict__ e1, const float* __restrict__ step) {
+// C[10,2048] = α Aᵀ · B + β C (α, β = 1, 0 on the first step, else 1, 0.9), then g28_epilogue on each thread's rows
+static void g28_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c, float* __restrict__ e1, const float* __restrict__ step) {
   const bool first = step[0] == 0x1p+0f;
   const float alpha = first ? 0x1p+0f : 0x1p+0f, beta = first ? 0x0p+0f : 0x1.ccccccp-1f;
   const int t = 1;
   for (int i = 0; i < t; ++i) {
     const i64 r0 = 10 * i / t, r1 = 10 * (i + 1) / t;
     dnnc_sgemm(true, false, r1 - r0, 2048, 32, alpha, a + r0, 10, b, 2048, beta, c + r0 * 2048, 2048);
-    g31_epilogue(r0 * 2048, r1 * 2048, c, e1);
+    g28_epilogue(r0 * 2048, r1 * 2048, c, e1);
   }
 }
 
 // %fc.bias.new, %9 = sgd_update(@fc.bias, %fc.bias.grad, @fc.bias.momentum_buffer, %step) {dampening=0.0, lr=0.01, momentum=0.9, nesterov=false, weight_decay=0.0}
-static int k32_sgd_update(float* __restrict__ p_fc_bias, const float* __restrict__ v_fc_bias_grad, float* __restrict__ p_fc_bias_momentum_buffer, const float* __restrict__ v_step) {
+static int k29_sgd_update(float* __restrict__ p_fc_bias, const float* __restrict__ v_fc_bias_grad, float* __restrict__ p_fc_bias_momentum_buffer, const float* __restrict__ v_step) {
   float s_0 = v_step[0];
   if ((!(s_0 >= 0x1p+0f))) return 1;
   bool first = (s_0 == 0x1p+0f);
@@ -670,57 +644,51 @@ extern "C" int dnnc_run(void** buffers) {
   DNNC_TICK(5);
   g6_gemm(v_3, p_fc_weight, p_fc_bias, v_logits);
   DNNC_TICK(6);
-  if (int e = k7_cross_entropy(v_logits, in_label, v_loss)) return 0 + e;
+  if (int e = k7_softmax_xent(v_logits, in_label, v_loss, v_dloss, v_dlogits, v_fc_bias_grad)) return 0 + e;
   DNNC_TICK(7);
-  k8_fill(v_dloss);
+  g8_gemm(v_dlogits, p_fc_weight, v_d3);
   DNNC_TICK(8);
-  if (int e = k9_cross_entropy_backward(v_dloss, v_logits, in_label, v_dlogits)) return 1 + e;
+  k9_avgpool2d_backward(v_dh2, v_d2);
   DNNC_TICK(9);
-  k10_reduce_sum(v_dlogits, v_fc_bias_grad);
+  k10_relu_backward(v_d2, v_2, v_d1);
   DNNC_TICK(10);
-  g11_gemm(v_dlogits, p_fc_weight, v_d3);
+  k11_reduce_sum(v_d1, v_conv2_bias_grad);
   DNNC_TICK(11);
-  k12_avgpool2d_backward(v_dh2, v_d2);
+  g12_gemm(p_conv2_weight, v_d1, s_dcol);
   DNNC_TICK(12);
-  k13_relu_backward(v_d2, v_2, v_d1);
+  k13_col2im(s_dcol, v_dh1);
   DNNC_TICK(13);
-  k14_reduce_sum(v_d1, v_conv2_bias_grad);
+  k14_relu_backward(v_dh1, v_h1, v_d0);
   DNNC_TICK(14);
-  g15_gemm(p_conv2_weight, v_d1, s_dcol);
+  k15_reduce_sum(v_d0, v_conv1_bias_grad);
   DNNC_TICK(15);
-  k16_col2im(s_dcol, v_dh1);
+  k16_im2col(v_h1, s_col_1);
   DNNC_TICK(16);
-  k17_relu_backward(v_dh1, v_h1, v_d0);
+  k17_dy_t(v_d1, s_dy_t);
   DNNC_TICK(17);
-  k18_reduce_sum(v_d0, v_conv1_bias_grad);
+  g18_gemm(s_dy_t, s_col_1, v_conv2_weight_grad);
   DNNC_TICK(18);
-  k19_im2col(v_h1, s_col_1);
+  k19_im2col(in_image, s_col_2);
   DNNC_TICK(19);
-  k20_dy_t(v_d1, s_dy_t);
+  k20_dy_t(v_d0, s_dy_t_1);
   DNNC_TICK(20);
-  g21_gemm(s_dy_t, s_col_1, v_conv2_weight_grad);
+  g21_gemm(s_dy_t_1, s_col_2, v_conv1_weight_grad);
   DNNC_TICK(21);
-  k22_im2col(in_image, s_col_2);
+  k22_add_scalar(p_dnnc_step);
   DNNC_TICK(22);
-  k23_dy_t(v_d0, s_dy_t_1);
+  if (int e = k23_sgd_update(p_conv1_weight, v_conv1_weight_grad, p_conv1_weight_momentum_buffer, v_step)) return 1 + e;
   DNNC_TICK(23);
-  g24_gemm(s_dy_t_1, s_col_2, v_conv1_weight_grad);
+  if (int e = k24_sgd_update(p_conv1_bias, v_conv1_bias_grad, p_conv1_bias_momentum_buffer, v_step)) return 2 + e;
   DNNC_TICK(24);
-  k25_add_scalar(p_dnnc_step);
+  if (int e = k25_sgd_update(p_conv2_weight, v_conv2_weight_grad, p_conv2_weight_momentum_buffer, v_step)) return 3 + e;
   DNNC_TICK(25);
-  if (int e = k26_sgd_update(p_conv1_weight, v_conv1_weight_grad, p_conv1_weight_momentum_buffer, v_step)) return 2 + e;
+  if (int e = k26_sgd_update(p_conv2_bias, v_conv2_bias_grad, p_conv2_bias_momentum_buffer, v_step)) return 4 + e;
   DNNC_TICK(26);
-  if (int e = k27_sgd_update(p_conv1_bias, v_conv1_bias_grad, p_conv1_bias_momentum_buffer, v_step)) return 3 + e;
+  if (int e = k27_sgd_step_check(v_step)) return 5 + e;
   DNNC_TICK(27);
-  if (int e = k28_sgd_update(p_conv2_weight, v_conv2_weight_grad, p_conv2_weight_momentum_buffer, v_step)) return 4 + e;
+  g28_gemm(v_dlogits, v_3, v_8, v_fc_weight_new, v_step);
   DNNC_TICK(28);
-  if (int e = k29_sgd_update(p_conv2_bias, v_conv2_bias_grad, p_conv2_bias_momentum_buffer, v_step)) return 5 + e;
+  if (int e = k29_sgd_update(p_fc_bias, v_fc_bias_grad, p_fc_bias_momentum_buffer, v_step)) return 6 + e;
   DNNC_TICK(29);
-  if (int e = k30_sgd_step_check(v_step)) return 6 + e;
-  DNNC_TICK(30);
-  g31_gemm(v_dlogits, v_3, v_8, v_fc_weight_new, v_step);
-  DNNC_TICK(31);
-  if (int e = k32_sgd_update(p_fc_bias, v_fc_bias_grad, p_fc_bias_momentum_buffer, v_step)) return 7 + e;
-  DNNC_TICK(32);
   return 0;
 }
