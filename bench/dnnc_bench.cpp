@@ -5,6 +5,12 @@
 //       answers lines on stdin: "run N" runs N train steps (cycling through the batches) and
 //       prints one JSON line {"times_ms":[...]} with each step's wall time; "quit" exits.
 //       A persistent worker lets the driver interleave dnnc and PyTorch in one run.
+//   dnnc_bench profile MODEL.dnn --batch B [--steps N] [--threads T]
+//       compiles the train_step like serve, runs it N times (default 200, after 20 warm-up
+//       runs) with the generated code's per-step hook set (cpu::set_profiler) and prints a
+//       table: per program step its median ms, share of the summed medians, name and the IR
+//       lines it computes; then the median of the whole run() and what run() spends outside
+//       dnnc_run (binding buffers, copying outputs and updates).
 //   dnnc_bench compile MODEL.dnn --batch B --cache DIR
 //       times frontend + passes + codegen + JIT of the train_step (cold if DIR is empty, warm if
 //       an earlier run filled it); prints {"compile_ms":...}.
@@ -49,11 +55,12 @@ double ms_since(Clock::time_point t0) {
 struct Args {
   std::string mode, model, device = "cpu", cache;
   int64_t batch = 0;
-  int threads = 0, n = 1024;
+  int threads = 0, n = 1024, steps = 200;
 };
 
 Args parse_args(int argc, char** argv) {
-  if (argc < 2) throw std::invalid_argument("usage: dnnc_bench serve|compile|flops|sgemm [MODEL.dnn] [options]");
+  if (argc < 2)
+    throw std::invalid_argument("usage: dnnc_bench serve|profile|compile|flops|sgemm [MODEL.dnn] [options]");
   Args a;
   a.mode = argv[1];
   for (int i = 2; i < argc; ++i) {
@@ -67,6 +74,7 @@ Args parse_args(int argc, char** argv) {
     else if (s == "--threads") a.threads = std::stoi(value());
     else if (s == "--cache") a.cache = value();
     else if (s == "--n") a.n = std::stoi(value());
+    else if (s == "--steps") a.steps = std::stoi(value());
     else if (!s.empty() && s[0] != '-' && a.model.empty()) a.model = s;
     else throw std::invalid_argument("unknown argument '" + s + "'");
   }
@@ -148,6 +156,74 @@ int serve(const Args& a) {
   return 0;
 }
 
+// Timestamps of the current run: stamps[0] on entry to dnnc_run, stamps[i + 1] after step i.
+std::vector<Clock::time_point> g_stamps;
+size_t g_ticks = 0;
+
+void tick(int step) {
+  size_t i = static_cast<size_t>(step + 1);
+  if (i < g_stamps.size()) g_stamps[i] = Clock::now();
+  ++g_ticks;
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+int profile(const Args& a) {
+  if (a.device != "cpu") throw std::invalid_argument("profile: only --device cpu has per-step hooks");
+  if (a.steps < 1) throw std::invalid_argument("profile: --steps must be >= 1");
+  ir::Module m = pipeline(a.model);
+  const ir::Graph* g = m.graph("train_step");
+  if (!g) throw std::runtime_error(a.model + ": no train_step graph (does the model have a train block?)");
+  runtime::ParamStore params = runtime::reference::init_params(m, 1);
+  auto backend = make_backend(a);
+  auto exe = backend->compile(m, "train_step", params, a.batch);
+  const codegen::Program* prog = runtime::cpu::program_of(*exe);
+  if (!prog) throw std::runtime_error("profile: not a cpu executable");
+  std::mt19937 rng(1);
+  std::vector<std::map<std::string, runtime::Tensor>> batches;
+  for (int i = 0; i < 8; ++i) batches.push_back(random_batch(*g, a.batch, rng));
+  for (int i = 0; i < 20; ++i) exe->run(batches[static_cast<size_t>(i) % batches.size()]);
+  const size_t n = prog->steps.size();
+  std::vector<std::vector<double>> per_step(n);
+  std::vector<double> whole, outside;
+  g_stamps.assign(n + 1, Clock::time_point{});
+  runtime::cpu::set_profiler(*exe, tick);
+  for (int r = 0; r < a.steps; ++r) {
+    g_ticks = 0;
+    auto t0 = Clock::now();
+    exe->run(batches[static_cast<size_t>(r) % batches.size()]);
+    double total = ms_since(t0);
+    if (g_ticks != n + 1) throw std::runtime_error("profile: the step hook fired " + std::to_string(g_ticks) +
+                                                   " times, expected " + std::to_string(n + 1));
+    for (size_t i = 0; i < n; ++i)
+      per_step[i].push_back(std::chrono::duration<double, std::milli>(g_stamps[i + 1] - g_stamps[i]).count());
+    whole.push_back(total);
+    outside.push_back(total - std::chrono::duration<double, std::milli>(g_stamps[n] - g_stamps[0]).count());
+  }
+  runtime::cpu::set_profiler(*exe, nullptr);
+  std::vector<double> med(n);
+  double sum = 0;
+  for (size_t i = 0; i < n; ++i) sum += med[i] = median(per_step[i]);
+  std::printf("%s train_step batch %lld, %d runs: median ms per program step\n", m.name.c_str(),
+              static_cast<long long>(a.batch), a.steps);
+  std::printf("%5s %9s %6s  %s\n", "step", "ms", "%", "what");
+  for (size_t i = 0; i < n; ++i) {
+    const codegen::Step& s = prog->steps[i];
+    std::string name = s.kind == codegen::Step::Kind::kernel
+                           ? prog->kernels.at(static_cast<size_t>(s.kernel)).name
+                           : "g" + std::to_string(i) + "_gemm";
+    std::printf("%5zu %9.4f %6.1f  %s\n", i, med[i], sum > 0 ? 100.0 * med[i] / sum : 0.0, name.c_str());
+    for (const std::string& line : s.comment) std::printf("%23s%s\n", "", line.c_str());
+  }
+  std::printf("sum of step medians %.4f ms; run() median %.4f ms, of which outside dnnc_run %.4f ms\n", sum,
+              median(whole), median(outside));
+  return 0;
+}
+
 int compile_only(const Args& a) {
   auto t0 = Clock::now();
   ir::Module m = pipeline(a.model);
@@ -197,10 +273,11 @@ int main(int argc, char** argv) {
   try {
     Args a = parse_args(argc, argv);
     if (a.mode == "serve") return serve(a);
+    if (a.mode == "profile") return profile(a);
     if (a.mode == "compile") return compile_only(a);
     if (a.mode == "flops") return flops(a);
     if (a.mode == "sgemm") return sgemm(a);
-    throw std::invalid_argument("unknown mode '" + a.mode + "' (serve, compile, flops, sgemm)");
+    throw std::invalid_argument("unknown mode '" + a.mode + "' (serve, profile, compile, flops, sgemm)");
   } catch (const ir::CompileError& e) {
     std::cerr << e.what() << "\n";
   } catch (const std::exception& e) {

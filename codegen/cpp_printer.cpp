@@ -5,6 +5,7 @@
 
 #include <cassert>
 #include <climits>
+#include <algorithm>
 #include <cmath>
 
 namespace dnnc::codegen {
@@ -179,6 +180,12 @@ extern "C" void dnnc_set_threads(int n) {
   openblas_set_num_threads(1);
 }
 
+// Per-step profiling: with a hook set, dnnc_run calls it with -1 on entry and with i after
+// step i. Null (the default) costs one predicted branch per step.
+static void (*dnnc_tick)(int) = 0;
+extern "C" void dnnc_set_profiler(void (*fn)(int)) { dnnc_tick = fn; }
+#define DNNC_TICK(i) if (__builtin_expect(dnnc_tick != 0, 0)) dnnc_tick(i)
+
 // C[m,n] = alpha op(A) op(B) + beta C (row-major); rows or columns of one go to sgemv.
 static void dnnc_sgemm(bool ta, bool tb, i64 m, i64 n, i64 k, float alpha, const float* a, i64 lda, const float* b,
                        i64 ldb, float beta, float* c, i64 ldc) {
@@ -249,16 +256,23 @@ int root_of(const Program& p, int b) {
 
 // A GEMM with an epilogue: each thread computes a block of rows of C (bias first), then runs the
 // epilogue kernel on those rows while they are in its cache. The function takes the epilogue's
-// buffers after c (c itself once).
+// buffers after c (c itself once), then the step buffer of a step-dependent alpha/beta, then the
+// column-sum buffer (each thread sums the columns of its rows into its own partial sums).
 std::string gemm_epilogue_function(const Program& p, const Step& s, const std::string& name) {
   const GemmCall& g = s.gemm;
   assert(g.batch == 1 && g.ldc == g.n && g.bias_kind != GemmCall::Bias::per_row && "epilogue GEMMs are single, dense");
   const Kernel& k = p.kernels.at(static_cast<size_t>(g.epilogue));
   std::string out = print_kernel_cpp(k, {fmt::format("epilogue of {}: elements [begin, end) of C", name)});
   print_comment(out, s.comment);
-  out += fmt::format("// C[{},{}] = A{} · B{}{}, then {} on each thread's rows\n", g.m, g.n, g.trans_a ? "ᵀ" : "",
-                     g.trans_b ? "ᵀ" : "", g.bias >= 0 ? " + bias per column" : "", k.name);
   bool bias = g.bias_kind != GemmCall::Bias::none;
+  bool stepped = g.first_step >= 0, sums = g.col_sums >= 0;
+  std::string prod = fmt::format("C[{},{}] = A{} · B{}{}", g.m, g.n, g.trans_a ? "ᵀ" : "", g.trans_b ? "ᵀ" : "",
+                                 bias ? " + bias per column" : "");
+  if (stepped)
+    prod = fmt::format("C[{},{}] = α A{} · B{} + β C (α, β = {}, {} on the first step, else {}, {})", g.m, g.n,
+                       g.trans_a ? "ᵀ" : "", g.trans_b ? "ᵀ" : "", g.alpha_first, g.beta_first, g.alpha, g.beta);
+  out += fmt::format("// {}, then {} on each thread's rows{}\n", prod, k.name,
+                     sums ? ", then the column sums of C" : "");
   out += fmt::format("static void {}(const float* __restrict__ a, const float* __restrict__ b, {}float* __restrict__ c",
                      name, bias ? "const float* __restrict__ bias, " : "");
   std::vector<std::string> call_args;
@@ -272,9 +286,20 @@ std::string gemm_epilogue_function(const Program& p, const Step& s, const std::s
     out += fmt::format(", {}{}* __restrict__ {}", kp.written ? "" : "const ", c_type(kp.type), pname);
     call_args.push_back(pname);
   }
+  if (stepped) out += ", const float* __restrict__ step";
+  if (sums) out += ", float* __restrict__ col_sums";
   out += ") {\n";
+  std::string alpha = cpp_float_literal(g.alpha), beta = cpp_float_literal(bias ? 1.0f : g.beta);
+  if (stepped) {
+    out += "  const bool first = step[0] == 0x1p+0f;\n";
+    out += fmt::format("  const float alpha = first ? {} : {}, beta = first ? {} : {};\n", cpp_float_literal(g.alpha_first),
+                       cpp_float_literal(g.alpha), cpp_float_literal(g.beta_first), cpp_float_literal(g.beta));
+    alpha = "alpha";
+    beta = "beta";
+  }
   bool split = g.threads == GemmCall::Threads::split;
   out += fmt::format("  const int t = {};\n", split ? "dnnc_threads" : "1");
+  if (sums) out += fmt::format("  float* part = t > 1 ? (float*)__builtin_malloc(sizeof(float) * (t - 1) * {}) : 0;\n", g.n);
   if (split) out += "#pragma omp parallel for num_threads(t) schedule(static)\n";
   out += "  for (int i = 0; i < t; ++i) {\n";
   out += fmt::format("    const i64 r0 = {} * i / t, r1 = {} * (i + 1) / t;\n", g.m, g.m);
@@ -282,17 +307,30 @@ std::string gemm_epilogue_function(const Program& p, const Step& s, const std::s
     out += fmt::format(
         "    for (i64 r = r0; r < r1; ++r)\n      for (i64 j = 0; j < {0}; ++j) c[r * {0} + j] = bias[j];\n", g.n);
   out += fmt::format("    dnnc_sgemm({}, {}, r1 - r0, {}, {}, {}, a + {}, {}, b, {}, {}, c + r0 * {}, {});\n",
-                     g.trans_a ? "true" : "false", g.trans_b ? "true" : "false", g.n, g.k, cpp_float_literal(g.alpha),
-                     g.trans_a ? "r0" : fmt::format("r0 * {}", g.lda), g.lda, g.ldb,
-                     cpp_float_literal(bias ? 1.0f : g.beta), g.ldc, g.ldc);
+                     g.trans_a ? "true" : "false", g.trans_b ? "true" : "false", g.n, g.k, alpha,
+                     g.trans_a ? "r0" : fmt::format("r0 * {}", g.lda), g.lda, g.ldb, beta, g.ldc, g.ldc);
   out += fmt::format("    {}(r0 * {}, r1 * {}, {});\n", k.name, g.n, g.n, fmt::join(call_args, ", "));
-  out += "  }\n}\n";
+  if (sums) {
+    out += fmt::format("    float* sum = i == 0 ? col_sums : part + (i - 1) * {};\n", g.n);
+    out += fmt::format("    for (i64 j = 0; j < {}; ++j) sum[j] = 0x0p+0f;\n", g.n);
+    out += fmt::format(
+        "    for (i64 r = r0; r < r1; ++r)\n      for (i64 j = 0; j < {0}; ++j) sum[j] += c[r * {0} + j];\n", g.n);
+  }
+  out += "  }\n";
+  if (sums) {
+    out += fmt::format(
+        "  for (int i = 1; i < t; ++i)\n    for (i64 j = 0; j < {0}; ++j) col_sums[j] += part[(i - 1) * {0} + j];\n",
+        g.n);
+    out += "  __builtin_free(part);\n";
+  }
+  out += "}\n";
   return out;
 }
 
 std::string gemm_function(const Program& p, const Step& s, const std::string& name) {
   const GemmCall& g = s.gemm;
   if (g.epilogue >= 0) return gemm_epilogue_function(p, s, name);
+  assert(g.first_step < 0 && g.col_sums < 0 && "step-dependent scaling and column sums need an epilogue");
   std::string out;
   print_comment(out, s.comment);
   std::string prod = fmt::format("C[{},{}] = A{} · B{}", g.m, g.n, g.trans_a ? "ᵀ" : "", g.trans_b ? "ᵀ" : "");
@@ -403,9 +441,11 @@ std::string print_program_cpp(const Program& p) {
     else
       out += fmt::format("  {} {} = ({})buffers[{}];  // {}\n", type, b.name, type, i, note);
   }
+  out += "  DNNC_TICK(-1);\n";
   int error_base = 0;
   for (size_t i = 0; i < p.steps.size(); ++i) {
     const Step& s = p.steps[i];
+    if (i > 0) out += fmt::format("  DNNC_TICK({});\n", i - 1);
     std::string args;
     if (s.kind == Step::Kind::kernel) {
       for (size_t a = 0; a < s.args.size(); ++a)
@@ -426,8 +466,11 @@ std::string print_program_cpp(const Program& p) {
     if (g.epilogue >= 0)
       for (int b : s.args)
         if (root_of(p, b) != root_of(p, g.c)) args += ", " + p.buffers.at(static_cast<size_t>(b)).name;
+    if (g.first_step >= 0) args += ", " + p.buffers.at(static_cast<size_t>(g.first_step)).name;
+    if (g.col_sums >= 0) args += ", " + p.buffers.at(static_cast<size_t>(g.col_sums)).name;
     out += fmt::format("  {}({});\n", fn_names[i], args);
   }
+  if (!p.steps.empty()) out += fmt::format("  DNNC_TICK({});\n", p.steps.size() - 1);
   out += "  return 0;\n}\n";
   return out;
 }

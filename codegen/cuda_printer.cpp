@@ -804,6 +804,11 @@ CudaProgram print_program_cuda(const Program& p) {
       error_base += static_cast<int>(k.errors.size());
     } else if (s.kind == Step::Kind::gemm) {
       const GemmCall& g = s.gemm;
+      if (g.first_step >= 0 || g.col_sums >= 0)
+        throw std::runtime_error(fmt::format(
+            "cuda printer: GEMM step {} has a step-dependent alpha/beta or column sums (lower with "
+            "LowerOptions::optimizer_in_gemm and bias_grad_in_gemm off)",
+            i));
       if (int e = epilogue_of(g); e >= 0) {
         // A map over C after the product (KernelIR's GEMM epilogue): its own launch over all of C.
         const Kernel& k = p.kernels.at(static_cast<size_t>(e));

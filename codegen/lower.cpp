@@ -8,6 +8,7 @@
 #include <cassert>
 #include <cctype>
 #include <functional>
+#include <set>
 #include <stdexcept>
 
 #include "codegen/lower_ctx.h"
@@ -327,6 +328,29 @@ bool used_outside(const ir::Graph& g, ir::ValueId v, const std::vector<const ir:
   return false;
 }
 
+// Bias-gradient sums in a GEMM epilogue: if nodes[i] is reduce_sum over axis 0 (not kept) of
+// `c_value`, the 2-d value the GEMM step just emitted leaves in C after its epilogue, the GEMM's
+// threads sum the columns of their rows (LowerOptions::bias_grad_in_gemm). Returns the number
+// of nodes lowered (0 or 1).
+size_t lower_gemm_col_sums(LowerCtx& ctx, const std::vector<const ir::Node*>& nodes, size_t i, ir::ValueId c_value) {
+  if (!ctx.options.bias_grad_in_gemm || i >= nodes.size()) return 0;
+  const ir::Node& n = *nodes[i];
+  if (n.op != "reduce_sum" || n.inputs.size() != 1 || n.outputs.size() != 1 || n.inputs[0] != c_value) return 0;
+  ir::Attrs a = completed(ctx, n);
+  std::vector<int64_t> axes = ir::attr_ints(a, "axes");
+  Dims in = ctx.shape(c_value);
+  if (in.size() != 2 || ir::attr_bool(a, "keepdim") || !(axes == std::vector<int64_t>{0} || axes == std::vector<int64_t>{-2}))
+    return 0;
+  if (ctx.graph.value(n.outputs[0]).type.dtype != ir::DType::f32 || ctx.in_place.count(n.outputs[0])) return 0;
+  Step& s = ctx.prog.steps.back();
+  if (s.kind != Step::Kind::gemm || s.gemm.epilogue < 0 || s.gemm.col_sums >= 0 || s.gemm.m != in[0] ||
+      s.gemm.n != in[1] || ctx.root(s.gemm.c) != ctx.root(ctx.buffer(c_value)))
+    return 0;
+  s.gemm.col_sums = ctx.define(n.outputs[0]);
+  s.comment.push_back(ctx.node_text(n));
+  return 1;
+}
+
 // GEMM epilogue: if nodes[i] is a linear/matmul whose result feeds a run of map ops that join
 // it element by element (relu after linear, relu_backward after the input-gradient matmul), and
 // the result itself is used nowhere else, lowers the GEMM writing straight into the buffer of
@@ -367,7 +391,7 @@ size_t lower_gemm_epilogue(LowerCtx& ctx, const std::vector<const ir::Node*>& no
   ctx.comment.clear();
   for (const ir::Node* n : maps) ctx.comment.push_back(ctx.node_text(*n));
   lower_map_group(ctx, maps, result);
-  return run.size();
+  return run.size() + lower_gemm_col_sums(ctx, nodes, i + run.size(), target);
 }
 
 // Update values that a map op can write straight into their param's storage: the op reads the
@@ -456,6 +480,13 @@ Program lower_graph(const ir::Module& m, const ir::Graph& g, int64_t batch, cons
     it->second(ctx, n, completed(ctx, n));
   };
 
+  // Weight-gradient GEMMs that run later, fused with their optimizer update (lower_fused.cpp).
+  std::map<const ir::Node*, const ir::Node*> fused_updates = plan_optimizer_gemms(ctx);
+  std::set<const ir::Node*> deferred;
+  for (const auto& [u, gemm] : fused_updates) deferred.insert(gemm);
+  std::set<int> checked_steps;
+  auto fused = [&](const ir::Node* n) { return deferred.count(n) || fused_updates.count(n); };
+
   // Within a group, a GEMM followed by map ops on its result becomes a GEMM with an epilogue;
   // each other maximal run of map ops sharing one result shape becomes one loop nest; every
   // other node is lowered on its own.
@@ -463,6 +494,21 @@ Program lower_graph(const ir::Module& m, const ir::Graph& g, int64_t batch, cons
     std::vector<const ir::Node*> nodes;
     for (int i : grp) nodes.push_back(&g.nodes[static_cast<size_t>(i)]);
     for (size_t i = 0; i < nodes.size();) {
+      if (deferred.count(nodes[i])) {
+        ++i;
+        continue;
+      }
+      if (auto it = fused_updates.find(nodes[i]); it != fused_updates.end()) {
+        lower_optimizer_gemm(ctx, *nodes[i], *it->second, lower_one, checked_steps);
+        ++i;
+        continue;
+      }
+      if (nodes.size() > 1) {
+        if (size_t used = lower_softmax_xent(ctx, nodes, i)) {
+          i += used;
+          continue;
+        }
+      }
       if (options.gemm_epilogues && nodes.size() > 1) {
         if (size_t used = lower_gemm_epilogue(ctx, nodes, i, lower_one)) {
           i += used;
@@ -473,7 +519,8 @@ Program lower_graph(const ir::Module& m, const ir::Graph& g, int64_t batch, cons
       std::vector<const ir::Node*> run{nodes[i]};
       size_t j = i + 1;
       if (joins_run(ctx, *nodes[i], out, {}))
-        for (; j < nodes.size() && joins_run(ctx, *nodes[j], out, run); ++j) run.push_back(nodes[j]);
+        for (; j < nodes.size() && !fused(nodes[j]) && joins_run(ctx, *nodes[j], out, run); ++j)
+          run.push_back(nodes[j]);
       ctx.comment.clear();
       for (const ir::Node* n : run) ctx.comment.push_back(ctx.node_text(*n));
       if (run.size() > 1) {

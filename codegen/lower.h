@@ -16,6 +16,9 @@ struct LowerOptions {
   int64_t gemm_parallel_flops = 1 << 21;  // a GEMM is multi-threaded from this many flops (2mnk)
   int64_t direct_conv_max_k = 32;         // conv2d with C/groups*kh*kw up to this uses direct loops
   bool gemm_epilogues = true;             // map ops after a GEMM in one fuse group run as its epilogue
+  // Fusions only the C++ printer implements (the cuda backend turns them off):
+  bool optimizer_in_gemm = true;  // SGD-momentum update fused into its weight-gradient GEMM (needs gemm_epilogues)
+  bool bias_grad_in_gemm = true;  // bias-gradient column sums in an input-gradient GEMM's epilogue
 };
 
 /// Lowers graph `g` (of module `m`) with the batch dim bound to `batch`. `groups` lists the

@@ -3,6 +3,7 @@
 #pragma once
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -126,6 +127,23 @@ void register_gemm_lowerings(LowerTable& t);
 void register_conv_lowerings(LowerTable& t);
 void register_pool_lowerings(LowerTable& t);
 void register_norm_lowerings(LowerTable& t);
+
+// ---- fusions across groups (lower_fused.cpp) -------------------------------------------------
+
+/// SGD-momentum updates (LowerOptions::optimizer_in_gemm) whose weight gradient is a matmul
+/// used by nothing else: update node -> that matmul. Needs `in_place` computed.
+std::map<const ir::Node*, const ir::Node*> plan_optimizer_gemms(const LowerCtx& ctx);
+/// Lowers `update` together with `gemm` (its planned matmul, skipped where it stood): a step
+/// check kernel (once per step buffer in `checked_steps`), then the GEMM into the momentum
+/// buffer with the update as its epilogue.
+void lower_optimizer_gemm(LowerCtx& ctx, const ir::Node& update, const ir::Node& gemm,
+                          const std::function<void(const ir::Node&)>& lower_one, std::set<int>& checked_steps);
+
+/// Pass fuse's softmax_xent group as one kernel (lower_reduce.cpp): if nodes[i] is cross_entropy
+/// followed by (optionally) the constant dloss `fill`, its cross_entropy_backward and
+/// (optionally) the bias gradient reduce_sum over the batch, lowers them as one pass over the
+/// logits and returns how many nodes it took (0: not this pattern).
+size_t lower_softmax_xent(LowerCtx& ctx, const std::vector<const ir::Node*>& nodes, size_t i);
 
 /// floor(a / s) for s > 0 and a >= min_a (C's / truncates toward zero; this shifts a first).
 Expr floordiv(Expr a, int64_t s, int64_t min_a);

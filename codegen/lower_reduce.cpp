@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "codegen/lower_ctx.h"
+#include "ir/op_registry.h"
 
 namespace dnnc::codegen {
 
@@ -235,6 +236,76 @@ void lower_mse_loss(LowerCtx& ctx, const ir::Node& n, const ir::Attrs&) {
 }
 
 }  // namespace
+
+size_t lower_softmax_xent(LowerCtx& ctx, const std::vector<const ir::Node*>& nodes, size_t i) {
+  if (i >= nodes.size() || nodes[i]->op != "cross_entropy" || nodes[i]->inputs.size() != 2) return 0;
+  const ir::Node& fwd = *nodes[i];
+  size_t j = i + 1;
+  const ir::Node* fill = nullptr;
+  if (j < nodes.size() && nodes[j]->op == "fill" && nodes[j]->inputs.empty() && ctx.numel(nodes[j]->outputs[0]) == 1 &&
+      ctx.graph.value(nodes[j]->outputs[0]).type.dtype == ir::DType::f32)
+    fill = nodes[j++];
+  if (j >= nodes.size() || nodes[j]->op != "cross_entropy_backward" || nodes[j]->inputs.size() != 3) return 0;
+  const ir::Node& bwd = *nodes[j++];
+  if (bwd.inputs[1] != fwd.inputs[0] || bwd.inputs[2] != fwd.inputs[1]) return 0;
+  if (fill && bwd.inputs[0] != fill->outputs[0]) return 0;
+  Dims ls = ctx.shape(fwd.inputs[0]);
+  if (ls.size() != 2 || ctx.numel(bwd.inputs[0]) != 1) return 0;
+  const int64_t B = ls[0], C = ls[1];
+  const ir::Node* sum = nullptr;  // the bias gradient: reduce_sum over the batch of dlogits
+  if (j < nodes.size() && nodes[j]->op == "reduce_sum" && nodes[j]->inputs.size() == 1 &&
+      nodes[j]->inputs[0] == bwd.outputs[0]) {
+    const ir::OpDef* def = ir::find_op("reduce_sum");
+    ir::Attrs a = ir::complete_attrs(*def, nodes[j]->attrs);
+    std::vector<int64_t> axes = ir::attr_ints(a, "axes");
+    if ((axes == std::vector<int64_t>{0} || axes == std::vector<int64_t>{-2}) && !ir::attr_bool(a, "keepdim"))
+      sum = nodes[j++];
+  }
+
+  ctx.comment.clear();
+  for (size_t k = i; k < j; ++k) ctx.comment.push_back(ctx.node_text(*nodes[k]));
+  KernelDraft d(ctx, ctx.kernel_name("softmax_xent"));
+  int logits = d.read(ctx.buffer(fwd.inputs[0]));
+  int target = d.read(ctx.buffer(fwd.inputs[1]));
+  int loss = d.write(ctx.define(fwd.outputs[0]));
+  int dloss = fill ? d.write(ctx.define(fill->outputs[0])) : d.read(ctx.buffer(bwd.inputs[0]));
+  int dx = d.write(ctx.define(bwd.outputs[0]));
+  int db = sum ? d.write(ctx.define(sum->outputs[0])) : -1;
+  KernelBuilder& kb = d.kb;
+  check_labels(kb, target, B, C, "cross_entropy");
+  Expr scale;
+  if (fill) {
+    float v = static_cast<float>(ir::attr_float(ir::complete_attrs(*ir::find_op("fill"), fill->attrs), "value"));
+    kb.store(dloss, i64c(0), f32c(v));
+    scale = kb.let("scale", f32c(v) / f32c(static_cast<double>(B)));
+  } else {
+    scale = kb.let("scale", kb.load(dloss, i64c(0)) / f32c(static_cast<double>(B)));
+  }
+  if (sum) kb.loop("c", C, false, [&](Expr c) { kb.store(db, c, f32c(0)); });
+  // One pass per row: max, then exp(x - max) into dlogits while summing, then the loss term and
+  // dlogits = scale * (e / sum - onehot) (each exp computed once; the reference's order).
+  Expr total = kb.let("total", f32c(0));
+  kb.loop("b", B, false, [&](Expr b) {
+    Expr base = b * i64c(C);
+    Expr mx = row_max(kb, logits, base, 1, C);
+    Expr s = kb.let("sum", f32c(0));
+    kb.loop("c", C, false, [&](Expr c) {
+      Expr e = kb.let("e", exp(kb.load(logits, base + c) - mx));
+      kb.store(dx, base + c, e);
+      kb.assign(s, s + e);
+    });
+    Expr t = kb.let("t", kb.load(target, b));
+    kb.assign(total, total + (log(s) + mx - kb.load(logits, base + t)));
+    kb.loop("c", C, false, [&](Expr c) {
+      Expr g = kb.let("g", scale * (kb.load(dx, base + c) / s - select(eq(c, t), f32c(1), f32c(0))));
+      kb.store(dx, base + c, g);
+      if (sum) kb.accumulate(db, c, g);
+    });
+  });
+  kb.store(loss, i64c(0), total / f32c(static_cast<double>(B)));
+  ctx.emit(std::move(d));
+  return j - i;
+}
 
 void register_reduce_lowerings(LowerTable& t) {
   t["reduce_sum"] = lower_reduce_sum;

@@ -56,6 +56,9 @@ std::string describe(const Program& p) {
       out += fmt::format("  step {} gemm m={} n={} k={} ta={} tb={} batch={}{}", i, g.m, g.n, g.k, g.trans_a, g.trans_b,
                          g.batch, g.accumulate_batches ? " summed" : "");
       if (g.epilogue >= 0) out += " epilogue " + p.kernels.at(static_cast<size_t>(g.epilogue)).name;
+      if (g.first_step >= 0)
+        out += fmt::format(" alpha,beta={},{} (first step {},{})", g.alpha, g.beta, g.alpha_first, g.beta_first);
+      if (g.col_sums >= 0) out += " col_sums " + p.buffers.at(static_cast<size_t>(g.col_sums)).name;
     }
     out += s.comment.empty() ? "\n" : "  // " + s.comment.front() + "\n";
   }

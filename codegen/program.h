@@ -57,6 +57,16 @@ struct GemmCall {
   /// index_params are the element range [begin, end) of C, its buffers are the step's `args`.
   /// Only for batch 1 with ldc == n; a split GEMM then always splits rows.
   int epilogue = -1;
+  /// Step-dependent scaling (an optimizer update fused into its weight-gradient GEMM, C being
+  /// the momentum buffer): when buffer `first_step` (an f32 scalar, the optimizer step) holds
+  /// 1, the product uses alpha_first/beta_first instead of alpha/beta. -1: fixed alpha, beta.
+  /// Needs an epilogue (which applies the update to the param).
+  int first_step = -1;
+  float alpha_first = 1.0f, beta_first = 0.0f;
+  /// Buffer [n] receiving the column sums of C after the epilogue (a bias gradient: reduce_sum
+  /// over axis 0 of the epilogue's result): per-thread partial sums over its rows while they
+  /// are in cache, added at the end. -1: none. Needs an epilogue.
+  int col_sums = -1;
 };
 
 struct Step {

@@ -24,6 +24,7 @@ using codegen::BufferKind;
 
 using RunFn = int (*)(void**);
 using SetThreadsFn = void (*)(int);
+using SetProfilerFn = void (*)(TickFn);
 
 ir::DType dtype_of(codegen::ScalarType t) { return t == codegen::ScalarType::i64 ? ir::DType::i64 : ir::DType::f32; }
 
@@ -77,6 +78,9 @@ class CpuExecutable : public Executable {
     }
     return outputs;
   }
+
+  void set_profiler(TickFn tick) { reinterpret_cast<SetProfilerFn>(lib_.symbol("dnnc_set_profiler"))(tick); }
+  const codegen::Program& program() const { return prog_; }
 
  private:
   int root(int b) const {
@@ -165,6 +169,18 @@ std::unique_ptr<Executable> CpuBackend::compile(const ir::Module& module, const 
   std::string source = codegen::print_program_cpp(prog);
   JitLibrary lib = cache_.load(source, fmt::format("{}.{} (batch {})", module.name, graph, batch));
   return std::make_unique<CpuExecutable>(std::move(prog), std::move(lib), params, threads_);
+}
+
+bool set_profiler(Executable& exe, TickFn tick) {
+  auto* e = dynamic_cast<CpuExecutable*>(&exe);
+  if (!e) return false;
+  e->set_profiler(tick);
+  return true;
+}
+
+const codegen::Program* program_of(const Executable& exe) {
+  auto* e = dynamic_cast<const CpuExecutable*>(&exe);
+  return e ? &e->program() : nullptr;
 }
 
 std::unique_ptr<Backend> make_cpu_backend() { return std::make_unique<CpuBackend>(); }

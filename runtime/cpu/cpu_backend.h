@@ -34,6 +34,17 @@ class CpuBackend : public Backend {
   int threads_;
 };
 
+/// Per-step profiling of an Executable made by a CpuBackend: its generated `dnnc_run` calls
+/// `tick(-1)` on entry and `tick(i)` after step i of its Program (see `program_of`); null turns
+/// it off (the default). The hook is per loaded library, so it applies to every executable of
+/// the same source. Returns false (nothing set) if `exe` is not a cpu executable.
+using TickFn = void (*)(int);
+bool set_profiler(Executable& exe, TickFn tick);
+
+/// The Program a cpu Executable runs (its steps and their IR comments), or nullptr if `exe` is
+/// not a cpu executable.
+const codegen::Program* program_of(const Executable& exe);
+
 /// A cpu backend with default options (cache in default_cache_dir()).
 std::unique_ptr<Backend> make_cpu_backend();
 

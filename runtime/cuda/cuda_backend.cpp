@@ -482,6 +482,8 @@ class CudaBackend final : public Backend {
     if (!g) throw std::runtime_error(fmt::format("cuda backend: module {} has no graph '{}'", module.name, graph));
     codegen::LowerOptions lo;
     lo.parallel_min_work = codegen::kCudaParallelMinWork;
+    lo.optimizer_in_gemm = false;  // the C++ printer's fusions: cuBLASLt takes fixed alpha/beta
+    lo.bias_grad_in_gemm = false;
     codegen::Program prog = codegen::lower_graph(module, *g, batch, lo);
     return std::make_unique<CudaExecutable>(ctx_, std::move(prog), params);
   }

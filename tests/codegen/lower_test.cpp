@@ -115,7 +115,7 @@ TEST_CASE("map ops after a GEMM in one fuse group become its epilogue", "[codege
     for (int a : s->args) c_is_arg |= a == s->gemm.c;
     CHECK(c_is_arg);
   }
-  CHECK(epilogues == 4);  // fc1, fc2 forward (relu); dh2, dh1 (relu_backward)
+  CHECK(epilogues == 4 + 3);  // fc1, fc2 forward (relu); dh2, dh1 (relu_backward); 3 fused SGD updates
   for (const Step& s : p.steps)
     if (s.kind == Step::Kind::kernel)
       CHECK(p.kernels[static_cast<size_t>(s.kernel)].name.find("relu") == std::string::npos);
@@ -177,5 +177,124 @@ TEST_CASE("every registered op has a cpu lowering", "[codegen][lower]") {
   for (const ir::OpDef* op : ir::all_ops()) {
     INFO(op->name);
     CHECK(has_lowering(op->name));
+  }
+}
+
+namespace {
+
+ir::Module with_optimizer(const std::string& path, const std::string& kind, const ir::Attrs& attrs) {
+  ir::Module m = frontend::compile_file(path);
+  m.train.optimizer.kind = kind;
+  m.train.optimizer.attrs = attrs;
+  passes::PassRegistry r;
+  passes::register_all_passes(r);
+  passes::run_pipeline(m, r, {});
+  return m;
+}
+
+int kernels_named(const Program& p, const std::string& part) {
+  int n = 0;
+  for (const Step& s : p.steps)
+    if (s.kind == Step::Kind::kernel && p.kernels[static_cast<size_t>(s.kernel)].name.find(part) != std::string::npos)
+      ++n;
+  return n;
+}
+
+int fused_updates(const Program& p) {
+  int n = 0;
+  for (const Step* s : gemms(p)) n += s->gemm.first_step >= 0;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("an SGD-momentum update runs fused in its weight-gradient GEMM", "[codegen][lower]") {
+  ir::Module m = test::pipeline_model("models/mnist_mlp.dnn");
+  const ir::Graph& g = *m.graph("train_step");
+  Program p = lower_graph(m, g, 16);
+  CHECK(fused_updates(p) == 3);
+  for (const Step* s : gemms(p)) {
+    const GemmCall& c = s->gemm;
+    if (c.first_step < 0) continue;
+    INFO(s->comment.front());
+    CHECK(c.trans_a);
+    CHECK(c.beta == 0.9f);
+    CHECK(c.alpha == 1.0f);
+    CHECK(c.beta_first == 0.0f);
+    CHECK(c.alpha_first == 1.0f);
+    REQUIRE(c.epilogue >= 0);
+    // C is the momentum buffer (in place); the gradient never gets a buffer of its own.
+    const Buffer& cb = buf(p, c.c);
+    REQUIRE(cb.kind == BufferKind::alias);
+    CHECK(buf(p, cb.alias_of).value_name.find("momentum_buffer") != std::string::npos);
+    CHECK(buf(p, c.first_step).value_name == "step");
+    CHECK(s->comment.size() == 2);
+  }
+  for (const Buffer& b : p.buffers) CHECK(b.value_name.find("weight.grad") == std::string::npos);
+  CHECK(kernels_named(p, "sgd_update") == 3);  // the biases
+  CHECK(kernels_named(p, "sgd_step_check") == 1);
+
+  LowerOptions off;
+  off.optimizer_in_gemm = false;
+  Program q = lower_graph(m, g, 16, off);
+  CHECK(fused_updates(q) == 0);
+  CHECK(kernels_named(q, "sgd_update") == 6);
+  CHECK(kernels_named(q, "sgd_step_check") == 0);
+}
+
+TEST_CASE("SGD variants: decay and dampening fuse, Nesterov, no momentum and Adam do not", "[codegen][lower]") {
+  auto fused = [](const ir::Module& m) { return fused_updates(lower_graph(m, *m.graph("train_step"), 8)); };
+  const std::string mlp = "models/mnist_mlp.dnn";
+  ir::Module damp = with_optimizer(mlp, "sgd", {{"lr", 0.1}, {"momentum", 0.5}, {"dampening", 0.25}, {"weight_decay", 0.01}});
+  Program p = lower_graph(damp, *damp.graph("train_step"), 8);
+  CHECK(fused_updates(p) == 3);
+  for (const Step* s : gemms(p))
+    if (s->gemm.first_step >= 0) {
+      CHECK(s->gemm.alpha == 0.75f);
+      CHECK(s->gemm.beta == 0.5f);
+      CHECK(s->gemm.alpha_first == 1.0f);
+      CHECK(s->gemm.beta_first == 0.0f);
+    }
+  CHECK(fused(with_optimizer(mlp, "sgd", {{"lr", 0.1}, {"momentum", 0.9}, {"nesterov", true}})) == 0);
+  CHECK(fused(with_optimizer(mlp, "sgd", {{"lr", 0.1}})) == 0);
+  CHECK(fused(test::pipeline_model("models/mnist_mlp_adam.dnn")) == 0);
+  CHECK(fused(test::pipeline_model("models/lenet5.dnn")) >= 3);  // its fc layers
+}
+
+TEST_CASE("bias-gradient sums run in the input-gradient GEMM's epilogue", "[codegen][lower]") {
+  ir::Module m = test::pipeline_model("models/mnist_mlp.dnn");
+  const ir::Graph& g = *m.graph("train_step");
+  Program p = lower_graph(m, g, 16);
+  int sums = 0;
+  for (const Step* s : gemms(p)) {
+    if (s->gemm.col_sums < 0) continue;
+    ++sums;
+    CHECK(s->gemm.epilogue >= 0);
+    CHECK(buf(p, s->gemm.col_sums).shape == std::vector<int64_t>{s->gemm.n});
+    CHECK(buf(p, s->gemm.col_sums).value_name.find("bias.grad") != std::string::npos);
+  }
+  CHECK(sums == 2);                             // fc2.bias.grad, fc1.bias.grad
+  CHECK(kernels_named(p, "reduce_sum") == 0);  // fc3.bias.grad is summed in the softmax_xent kernel
+  LowerOptions off;
+  off.bias_grad_in_gemm = false;
+  Program q = lower_graph(m, g, 16, off);
+  for (const Step* s : gemms(q)) CHECK(s->gemm.col_sums < 0);
+  CHECK(kernels_named(q, "reduce_sum") == 2);
+}
+
+TEST_CASE("the softmax_xent group is one kernel: loss, dloss, dlogits and the bias gradient", "[codegen][lower]") {
+  for (const char* model : {"models/mnist_mlp.dnn", "models/cifar_cnn.dnn"}) {
+    INFO(model);
+    ir::Module m = test::pipeline_model(model);
+    Program p = lower_graph(m, *m.graph("train_step"), 8);
+    CHECK(kernels_named(p, "softmax_xent") == 1);
+    CHECK(kernels_named(p, "cross_entropy") == 0);
+    CHECK(kernels_named(p, "fill") == 0);
+    for (const Step& s : p.steps)
+      if (s.kind == Step::Kind::kernel && p.kernels[static_cast<size_t>(s.kernel)].name.find("softmax_xent") !=
+                                              std::string::npos) {
+        CHECK(s.comment.size() == 4);  // cross_entropy, fill, cross_entropy_backward, reduce_sum
+        CHECK(p.kernels[static_cast<size_t>(s.kernel)].errors.size() == 1);
+      }
   }
 }

@@ -13,9 +13,27 @@ namespace {
 
 const std::vector<std::string> kModels = {"mnist_mlp", "mnist_mlp_adam", "lenet5", "cifar_cnn", "cifar_strided"};
 
+void check_module(const ir::Module& m, const std::string& name, int64_t batch,
+                  const runtime::cpu::CpuOptions& options = test::cpu_test_options());
+
 void check_model(const std::string& name, int64_t batch,
                  const runtime::cpu::CpuOptions& options = test::cpu_test_options()) {
-  ir::Module m = test::pipeline_model("models/" + name + ".dnn");
+  check_module(test::pipeline_model("models/" + name + ".dnn"), name, batch, options);
+}
+
+// Model `name` trained with optimizer `kind` and `attrs` instead of its own.
+ir::Module with_optimizer(const std::string& name, const std::string& kind, const ir::Attrs& attrs) {
+  ir::Module m = frontend::compile_file("models/" + name + ".dnn");
+  m.train.optimizer.kind = kind;
+  m.train.optimizer.attrs = attrs;
+  passes::PassRegistry r;
+  passes::register_all_passes(r);
+  passes::run_pipeline(m, r, {});
+  return m;
+}
+
+void check_module(const ir::Module& m, const std::string& name, int64_t batch,
+                  const runtime::cpu::CpuOptions& options) {
   runtime::reference::ParamStore ref = runtime::reference::init_params(m, 11);
   runtime::reference::ParamStore cpu = ref;
   runtime::cpu::CpuBackend backend(options);
@@ -64,6 +82,32 @@ TEST_CASE("cpu equals reference with every GEMM and loop split over 2 threads, o
   check_model("mnist_mlp", 3, o);
   check_model("mnist_mlp_adam", 5, o);
   check_model("cifar_cnn", 3, o);
+}
+
+// The SGD variants around the update fused into the weight-gradient GEMM (LowerOptions::
+// optimizer_in_gemm): weight decay and dampening run fused (β = momentum, α = 1 - dampening,
+// the decay in the epilogue), Nesterov and plain SGD without momentum keep the update kernel;
+// each with the fusion off too, on one and two threads (three steps: the first step's β = 0).
+TEST_CASE("cpu equals reference: SGD variants, fused into the weight-gradient GEMM or not", "[cpu][models]") {
+  const std::vector<std::pair<std::string, ir::Attrs>> variants = {
+      {"momentum", {{"lr", 0.01}, {"momentum", 0.9}}},
+      {"weight decay", {{"lr", 0.01}, {"momentum", 0.9}, {"weight_decay", 0.05}}},
+      {"dampening", {{"lr", 0.01}, {"momentum", 0.5}, {"dampening", 0.25}}},
+      {"dampening + weight decay", {{"lr", 0.01}, {"momentum", 0.5}, {"dampening", 0.25}, {"weight_decay", 0.01}}},
+      {"nesterov", {{"lr", 0.01}, {"momentum", 0.9}, {"nesterov", true}, {"weight_decay", 0.01}}},
+      {"no momentum", {{"lr", 0.01}}},
+  };
+  for (const auto& [label, attrs] : variants)
+    for (bool fused : {true, false})
+      for (int threads : {1, 2}) {
+        INFO("sgd " << label << (fused ? ", fused" : ", not fused") << ", " << threads << " threads");
+        runtime::cpu::CpuOptions o = test::cpu_test_options();
+        o.threads = threads;
+        o.lower.optimizer_in_gemm = fused;
+        o.lower.bias_grad_in_gemm = fused;
+        if (threads == 2) o.lower.gemm_parallel_flops = 1;
+        check_module(with_optimizer("mnist_mlp", "sgd", attrs), "mnist_mlp sgd " + label, threads == 2 ? 5 : 6, o);
+      }
 }
 
 TEST_CASE("every model in models/ is compared with the reference", "[cpu][models]") {

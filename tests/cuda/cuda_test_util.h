@@ -23,6 +23,8 @@ inline ir::Module cuda_pipeline_model(const std::string& path) {
 inline codegen::Program cuda_lower(const ir::Module& m, const std::string& graph, int64_t batch) {
   codegen::LowerOptions o;
   o.parallel_min_work = codegen::kCudaParallelMinWork;
+  o.optimizer_in_gemm = false;  // the C++ printer's fusions: cuBLASLt takes fixed alpha/beta
+  o.bias_grad_in_gemm = false;
   return codegen::lower_graph(m, *m.graph(graph), batch, o);
 }
 

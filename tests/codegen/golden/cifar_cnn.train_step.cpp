@@ -20,6 +20,12 @@ extern "C" void dnnc_set_threads(int n) {
   openblas_set_num_threads(1);
 }
 
+// Per-step profiling: with a hook set, dnnc_run calls it with -1 on entry and with i after
+// step i. Null (the default) costs one predicted branch per step.
+static void (*dnnc_tick)(int) = 0;
+extern "C" void dnnc_set_profiler(void (*fn)(int)) { dnnc_tick = fn; }
+#define DNNC_TICK(i) if (__builtin_expect(dnnc_tick != 0, 0)) dnnc_tick(i)
+
 // C[m,n] = alpha op(A) op(B) + beta C (row-major); rows or columns of one go to sgemv.
 static void dnnc_sgemm(bool ta, bool tb, i64 m, i64 n, i64 k, float alpha, const float* a, i64 lda, const float* b,
                        i64 ldb, float beta, float* c, i64 ldc) {
@@ -176,76 +182,50 @@ static void g3_gemm(const float* __restrict__ a, const float* __restrict__ b, co
 }
 
 // %loss = cross_entropy(%logits, %label)
-static int k4_cross_entropy(const float* __restrict__ v_logits, const i64* __restrict__ in_label, float* __restrict__ v_loss) {
+// %dloss = fill() {shape=[], value=1.0}
+// %dlogits = cross_entropy_backward(%dloss, %logits, %label)
+// %fc.bias.grad = reduce_sum(%dlogits) {axes=[0], keepdim=false}
+static int k4_softmax_xent(const float* __restrict__ v_logits, const i64* __restrict__ in_label, float* __restrict__ v_loss, float* __restrict__ v_dloss, float* __restrict__ v_dlogits, float* __restrict__ v_fc_bias_grad) {
   for (i64 b = 0; b < 4; ++b) {
     if (((in_label[b] < 0) || (in_label[b] >= 10))) return 1;
+  }
+  v_dloss[0] = 0x1p+0f;
+  float scale = (0x1p+0f / 0x1p+2f);
+  for (i64 c = 0; c < 10; ++c) {
+    v_fc_bias_grad[c] = 0x0p+0f;
   }
   float total = 0x0p+0f;
   for (i64 b1 = 0; b1 < 4; ++b1) {
     float mx = (-__builtin_inff());
-    for (i64 c = 0; c < 10; ++c) {
-      mx = (mx < v_logits[((b1 * 10) + c)] ? v_logits[((b1 * 10) + c)] : mx);
+    for (i64 c1 = 0; c1 < 10; ++c1) {
+      mx = (mx < v_logits[((b1 * 10) + c1)] ? v_logits[((b1 * 10) + c1)] : mx);
     }
     float sum = 0x0p+0f;
-    for (i64 c1 = 0; c1 < 10; ++c1) {
-      sum = (sum + __builtin_expf((v_logits[((b1 * 10) + c1)] - mx)));
+    for (i64 c2 = 0; c2 < 10; ++c2) {
+      float e = __builtin_expf((v_logits[((b1 * 10) + c2)] - mx));
+      v_dlogits[((b1 * 10) + c2)] = e;
+      sum = (sum + e);
     }
-    total = (total + ((__builtin_logf(sum) + mx) - v_logits[((b1 * 10) + in_label[b1])]));
+    i64 t = in_label[b1];
+    total = (total + ((__builtin_logf(sum) + mx) - v_logits[((b1 * 10) + t)]));
+    for (i64 c3 = 0; c3 < 10; ++c3) {
+      float g = (scale * ((v_dlogits[((b1 * 10) + c3)] / sum) - ((c3 == t) ? 0x1p+0f : 0x0p+0f)));
+      v_dlogits[((b1 * 10) + c3)] = g;
+      v_fc_bias_grad[c3] += g;
+    }
   }
   v_loss[0] = (total / 0x1p+2f);
   return 0;
 }
 
-// %dloss = fill() {shape=[], value=1.0}
-static int k5_fill(float* __restrict__ v_dloss) {
-  v_dloss[0] = 0x1p+0f;
-  return 0;
-}
-
-// %dlogits = cross_entropy_backward(%dloss, %logits, %label)
-static int k6_cross_entropy_backward(const float* __restrict__ v_dloss, const float* __restrict__ v_logits, const i64* __restrict__ in_label, float* __restrict__ v_dlogits) {
-  for (i64 b = 0; b < 4; ++b) {
-    if (((in_label[b] < 0) || (in_label[b] >= 10))) return 1;
-  }
-  float scale = (v_dloss[0] / 0x1p+2f);
-  for (i64 b1 = 0; b1 < 4; ++b1) {
-    float mx = (-__builtin_inff());
-    for (i64 c = 0; c < 10; ++c) {
-      mx = (mx < v_logits[((b1 * 10) + c)] ? v_logits[((b1 * 10) + c)] : mx);
-    }
-    float sum = 0x0p+0f;
-    for (i64 c1 = 0; c1 < 10; ++c1) {
-      sum = (sum + __builtin_expf((v_logits[((b1 * 10) + c1)] - mx)));
-    }
-    i64 t = in_label[b1];
-    for (i64 c2 = 0; c2 < 10; ++c2) {
-      v_dlogits[((b1 * 10) + c2)] = (scale * ((__builtin_expf((v_logits[((b1 * 10) + c2)] - mx)) / sum) - ((c2 == t) ? 0x1p+0f : 0x0p+0f)));
-    }
-  }
-  return 0;
-}
-
-// %fc.bias.grad = reduce_sum(%dlogits) {axes=[0], keepdim=false}
-static int k7_reduce_sum(const float* __restrict__ v_dlogits, float* __restrict__ v_fc_bias_grad) {
-  for (i64 o = 0; o < 10; ++o) {
-    v_fc_bias_grad[o] = 0x0p+0f;
-  }
-  for (i64 r = 0; r < 4; ++r) {
-    for (i64 k = 0; k < 10; ++k) {
-      v_fc_bias_grad[k] += v_dlogits[((r * 10) + k)];
-    }
-  }
-  return 0;
-}
-
 // %d2 = matmul(%dlogits, @fc.weight) {transpose_a=false, transpose_b=false}
 // C[4,3600] = A · B
-static void g8_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
+static void g5_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
   dnnc_sgemm(false, false, 4, 3600, 10, 0x1p+0f, a, 10, b, 3600, 0x0p+0f, c, 3600);
 }
 
 // %d1 = maxpool2d_backward(%dh, %1) {kernel=[2,2], padding=[0,0], stride=[]}
-static int k9_maxpool2d_backward(const float* __restrict__ v_dh, const float* __restrict__ v_1, float* __restrict__ v_d1) {
+static int k6_maxpool2d_backward(const float* __restrict__ v_dh, const float* __restrict__ v_1, float* __restrict__ v_d1) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 bc = 0; bc < 64; ++bc) {
     i64 xbase = (bc * 900);
@@ -276,7 +256,7 @@ static int k9_maxpool2d_backward(const float* __restrict__ v_dh, const float* __
 }
 
 // %d0 = relu_backward(%d1, %1)
-static int k10_relu_backward(const float* __restrict__ v_d1, const float* __restrict__ v_1, float* __restrict__ v_d0) {
+static int k7_relu_backward(const float* __restrict__ v_d1, const float* __restrict__ v_1, float* __restrict__ v_d0) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 i = 0; i < 57600; ++i) {
     v_d0[i] = ((v_1[i] > 0x0p+0f) ? v_d1[i] : 0x0p+0f);
@@ -285,7 +265,7 @@ static int k10_relu_backward(const float* __restrict__ v_d1, const float* __rest
 }
 
 // %conv1.bias.grad = reduce_sum(%d0) {axes=[0,2,3], keepdim=false}
-static int k11_reduce_sum(const float* __restrict__ v_d0, float* __restrict__ v_conv1_bias_grad) {
+static int k8_reduce_sum(const float* __restrict__ v_d0, float* __restrict__ v_conv1_bias_grad) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 o = 0; o < 16; ++o) {
     float acc = 0x0p+0f;
@@ -301,7 +281,7 @@ static int k11_reduce_sum(const float* __restrict__ v_d0, float* __restrict__ v_
 
 // %conv1.weight.grad = conv2d_backward_weight(%d0, %image) {dilation=[1,1], groups=1, kernel=[3,3], padding=[0,0], stride=[1,1]}
 //   (im2col of image)
-static int k12_im2col(const float* __restrict__ in_image, float* __restrict__ s_col) {
+static int k9_im2col(const float* __restrict__ in_image, float* __restrict__ s_col) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 bc = 0; bc < 12; ++bc) {
     i64 xbase = (bc * 1024);
@@ -322,7 +302,7 @@ static int k12_im2col(const float* __restrict__ in_image, float* __restrict__ s_
 
 // %conv1.weight.grad = conv2d_backward_weight(%d0, %image) {dilation=[1,1], groups=1, kernel=[3,3], padding=[0,0], stride=[1,1]}
 //   (dy as [O, B*P])
-static int k13_dy_t(const float* __restrict__ v_d0, float* __restrict__ s_dy_t) {
+static int k10_dy_t(const float* __restrict__ v_d0, float* __restrict__ s_dy_t) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 ob = 0; ob < 64; ++ob) {
     i64 o = (ob / 4);
@@ -336,25 +316,19 @@ static int k13_dy_t(const float* __restrict__ v_d0, float* __restrict__ s_dy_t) 
 
 // %conv1.weight.grad = conv2d_backward_weight(%d0, %image) {dilation=[1,1], groups=1, kernel=[3,3], padding=[0,0], stride=[1,1]}
 // C[16,27] = A · Bᵀ
-static void g14_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
+static void g11_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
   dnnc_sgemm_split_k(false, true, 16, 27, 3600, 0x1p+0f, a, 3600, b, 3600, c, 27);
 }
 
-// %fc.weight.grad = matmul(%dlogits, %2) {transpose_a=true, transpose_b=false}
-// C[10,3600] = Aᵀ · B
-static void g15_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
-  dnnc_sgemm(true, false, 10, 3600, 4, 0x1p+0f, a, 10, b, 3600, 0x0p+0f, c, 3600);
-}
-
 // %step = add_scalar(@dnnc.step) {value=1.0}
-static int k16_add_scalar(float* __restrict__ p_dnnc_step) {
+static int k12_add_scalar(float* __restrict__ p_dnnc_step) {
   float s_0 = p_dnnc_step[0];
   p_dnnc_step[0] = (s_0 + 0x1p+0f);
   return 0;
 }
 
 // %conv1.weight.new, %3 = sgd_update(@conv1.weight, %conv1.weight.grad, @conv1.weight.momentum_buffer, %step) {dampening=0.0, lr=0.001, momentum=0.9, nesterov=false, weight_decay=0.0}
-static int k17_sgd_update(float* __restrict__ p_conv1_weight, const float* __restrict__ v_conv1_weight_grad, float* __restrict__ p_conv1_weight_momentum_buffer, const float* __restrict__ v_step) {
+static int k13_sgd_update(float* __restrict__ p_conv1_weight, const float* __restrict__ v_conv1_weight_grad, float* __restrict__ p_conv1_weight_momentum_buffer, const float* __restrict__ v_step) {
   float s_0 = v_step[0];
   if ((!(s_0 >= 0x1p+0f))) return 1;
   bool first = (s_0 == 0x1p+0f);
@@ -369,7 +343,7 @@ static int k17_sgd_update(float* __restrict__ p_conv1_weight, const float* __res
 }
 
 // %conv1.bias.new, %4 = sgd_update(@conv1.bias, %conv1.bias.grad, @conv1.bias.momentum_buffer, %step) {dampening=0.0, lr=0.001, momentum=0.9, nesterov=false, weight_decay=0.0}
-static int k18_sgd_update(float* __restrict__ p_conv1_bias, const float* __restrict__ v_conv1_bias_grad, float* __restrict__ p_conv1_bias_momentum_buffer, const float* __restrict__ v_step) {
+static int k14_sgd_update(float* __restrict__ p_conv1_bias, const float* __restrict__ v_conv1_bias_grad, float* __restrict__ p_conv1_bias_momentum_buffer, const float* __restrict__ v_step) {
   float s_0 = v_step[0];
   if ((!(s_0 >= 0x1p+0f))) return 1;
   bool first = (s_0 == 0x1p+0f);
@@ -384,23 +358,34 @@ static int k18_sgd_update(float* __restrict__ p_conv1_bias, const float* __restr
 }
 
 // %fc.weight.new, %5 = sgd_update(@fc.weight, %fc.weight.grad, @fc.weight.momentum_buffer, %step) {dampening=0.0, lr=0.001, momentum=0.9, nesterov=false, weight_decay=0.0}
-static int k19_sgd_update(float* __restrict__ p_fc_weight, const float* __restrict__ v_fc_weight_grad, float* __restrict__ p_fc_weight_momentum_buffer, const float* __restrict__ v_step) {
-  float s_0 = v_step[0];
-  if ((!(s_0 >= 0x1p+0f))) return 1;
-  bool first = (s_0 == 0x1p+0f);
-  #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
-  for (i64 i = 0; i < 36000; ++i) {
-    float buf = (first ? v_fc_weight_grad[i] : ((p_fc_weight_momentum_buffer[i] * 0x1.ccccccp-1f) + v_fc_weight_grad[i]));
-    float t = (p_fc_weight[i] + ((-0x1.0624dep-10f) * buf));
-    p_fc_weight[i] = t;
-    float t1 = buf;
-    p_fc_weight_momentum_buffer[i] = t1;
-  }
+static int k15_sgd_step_check(const float* __restrict__ v_step) {
+  if ((!(v_step[0] >= 0x1p+0f))) return 1;
   return 0;
 }
 
+// epilogue of g16_gemm: elements [begin, end) of C
+static int g16_epilogue(i64 begin, i64 end, const float* __restrict__ v_5, float* __restrict__ v_fc_weight_new) {
+  for (i64 i = begin; i < end; ++i) {
+    v_fc_weight_new[i] = (v_fc_weight_new[i] + ((-0x1.0624dep-10f) * v_5[i]));
+  }
+  return 0;
+}
+// %fc.weight.grad = matmul(%dlogits, %2) {transpose_a=true, transpose_b=false}
+// %fc.weight.new, %5 = sgd_update(@fc.weight, %fc.weight.grad, @fc.weight.momentum_buffer, %step) {dampening=0.0, lr=0.001, momentum=0.9, nesterov=false, weight_decay=0.0}
+// C[10,3600] = α Aᵀ · B + β C (α, β = 1, 0 on the first step, else 1, 0.9), then g16_epilogue on each thread's rows
+static void g16_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c, float* __restrict__ e1, const float* __restrict__ step) {
+  const bool first = step[0] == 0x1p+0f;
+  const float alpha = first ? 0x1p+0f : 0x1p+0f, beta = first ? 0x0p+0f : 0x1.ccccccp-1f;
+  const int t = 1;
+  for (int i = 0; i < t; ++i) {
+    const i64 r0 = 10 * i / t, r1 = 10 * (i + 1) / t;
+    dnnc_sgemm(true, false, r1 - r0, 3600, 4, alpha, a + r0, 10, b, 3600, beta, c + r0 * 3600, 3600);
+    g16_epilogue(r0 * 3600, r1 * 3600, c, e1);
+  }
+}
+
 // %fc.bias.new, %6 = sgd_update(@fc.bias, %fc.bias.grad, @fc.bias.momentum_buffer, %step) {dampening=0.0, lr=0.001, momentum=0.9, nesterov=false, weight_decay=0.0}
-static int k20_sgd_update(float* __restrict__ p_fc_bias, const float* __restrict__ v_fc_bias_grad, float* __restrict__ p_fc_bias_momentum_buffer, const float* __restrict__ v_step) {
+static int k17_sgd_update(float* __restrict__ p_fc_bias, const float* __restrict__ v_fc_bias_grad, float* __restrict__ p_fc_bias_momentum_buffer, const float* __restrict__ v_step) {
   float s_0 = v_step[0];
   if ((!(s_0 >= 0x1p+0f))) return 1;
   bool first = (s_0 == 0x1p+0f);
@@ -443,36 +428,51 @@ extern "C" int dnnc_run(void** buffers) {
   float* s_col = (float*)buffers[25];  // scratch f32[97200]
   float* s_dy_t = (float*)buffers[26];  // scratch f32[57600]
   float* v_conv1_weight_grad = (float*)buffers[27];  // intermediate f32[16,3,3,3] conv1.weight.grad
-  float* v_fc_weight_grad = (float*)buffers[28];  // intermediate f32[10,3600] fc.weight.grad
   float* v_step = p_dnnc_step;  // alias f32[] step
   float* v_conv1_weight_new = p_conv1_weight;  // alias f32[16,3,3,3] conv1.weight.new
   float* v_3 = p_conv1_weight_momentum_buffer;  // alias f32[16,3,3,3] 3
   float* v_conv1_bias_new = p_conv1_bias;  // alias f32[16] conv1.bias.new
   float* v_4 = p_conv1_bias_momentum_buffer;  // alias f32[16] 4
-  float* v_fc_weight_new = p_fc_weight;  // alias f32[10,3600] fc.weight.new
   float* v_5 = p_fc_weight_momentum_buffer;  // alias f32[10,3600] 5
+  float* v_fc_weight_new = p_fc_weight;  // alias f32[10,3600] fc.weight.new
   float* v_fc_bias_new = p_fc_bias;  // alias f32[10] fc.bias.new
   float* v_6 = p_fc_bias_momentum_buffer;  // alias f32[10] 6
+  DNNC_TICK(-1);
   k0_conv2d(in_image, p_conv1_weight, p_conv1_bias, v_0);
+  DNNC_TICK(0);
   k1_relu(v_0, v_1);
+  DNNC_TICK(1);
   k2_maxpool2d(v_1, v_h);
+  DNNC_TICK(2);
   g3_gemm(v_2, p_fc_weight, p_fc_bias, v_logits);
-  if (int e = k4_cross_entropy(v_logits, in_label, v_loss)) return 0 + e;
-  k5_fill(v_dloss);
-  if (int e = k6_cross_entropy_backward(v_dloss, v_logits, in_label, v_dlogits)) return 1 + e;
-  k7_reduce_sum(v_dlogits, v_fc_bias_grad);
-  g8_gemm(v_dlogits, p_fc_weight, v_d2);
-  k9_maxpool2d_backward(v_dh, v_1, v_d1);
-  k10_relu_backward(v_d1, v_1, v_d0);
-  k11_reduce_sum(v_d0, v_conv1_bias_grad);
-  k12_im2col(in_image, s_col);
-  k13_dy_t(v_d0, s_dy_t);
-  g14_gemm(s_dy_t, s_col, v_conv1_weight_grad);
-  g15_gemm(v_dlogits, v_2, v_fc_weight_grad);
-  k16_add_scalar(p_dnnc_step);
-  if (int e = k17_sgd_update(p_conv1_weight, v_conv1_weight_grad, p_conv1_weight_momentum_buffer, v_step)) return 2 + e;
-  if (int e = k18_sgd_update(p_conv1_bias, v_conv1_bias_grad, p_conv1_bias_momentum_buffer, v_step)) return 3 + e;
-  if (int e = k19_sgd_update(p_fc_weight, v_fc_weight_grad, p_fc_weight_momentum_buffer, v_step)) return 4 + e;
-  if (int e = k20_sgd_update(p_fc_bias, v_fc_bias_grad, p_fc_bias_momentum_buffer, v_step)) return 5 + e;
+  DNNC_TICK(3);
+  if (int e = k4_softmax_xent(v_logits, in_label, v_loss, v_dloss, v_dlogits, v_fc_bias_grad)) return 0 + e;
+  DNNC_TICK(4);
+  g5_gemm(v_dlogits, p_fc_weight, v_d2);
+  DNNC_TICK(5);
+  k6_maxpool2d_backward(v_dh, v_1, v_d1);
+  DNNC_TICK(6);
+  k7_relu_backward(v_d1, v_1, v_d0);
+  DNNC_TICK(7);
+  k8_reduce_sum(v_d0, v_conv1_bias_grad);
+  DNNC_TICK(8);
+  k9_im2col(in_image, s_col);
+  DNNC_TICK(9);
+  k10_dy_t(v_d0, s_dy_t);
+  DNNC_TICK(10);
+  g11_gemm(s_dy_t, s_col, v_conv1_weight_grad);
+  DNNC_TICK(11);
+  k12_add_scalar(p_dnnc_step);
+  DNNC_TICK(12);
+  if (int e = k13_sgd_update(p_conv1_weight, v_conv1_weight_grad, p_conv1_weight_momentum_buffer, v_step)) return 1 + e;
+  DNNC_TICK(13);
+  if (int e = k14_sgd_update(p_conv1_bias, v_conv1_bias_grad, p_conv1_bias_momentum_buffer, v_step)) return 2 + e;
+  DNNC_TICK(14);
+  if (int e = k15_sgd_step_check(v_step)) return 3 + e;
+  DNNC_TICK(15);
+  g16_gemm(v_dlogits, v_2, v_5, v_fc_weight_new, v_step);
+  DNNC_TICK(16);
+  if (int e = k17_sgd_update(p_fc_bias, v_fc_bias_grad, p_fc_bias_momentum_buffer, v_step)) return 4 + e;
+  DNNC_TICK(17);
   return 0;
 }

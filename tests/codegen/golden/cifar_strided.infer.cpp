@@ -20,6 +20,12 @@ extern "C" void dnnc_set_threads(int n) {
   openblas_set_num_threads(1);
 }
 
+// Per-step profiling: with a hook set, dnnc_run calls it with -1 on entry and with i after
+// step i. Null (the default) costs one predicted branch per step.
+static void (*dnnc_tick)(int) = 0;
+extern "C" void dnnc_set_profiler(void (*fn)(int)) { dnnc_tick = fn; }
+#define DNNC_TICK(i) if (__builtin_expect(dnnc_tick != 0, 0)) dnnc_tick(i)
+
 // C[m,n] = alpha op(A) op(B) + beta C (row-major); rows or columns of one go to sgemv.
 static void dnnc_sgemm(bool ta, bool tb, i64 m, i64 n, i64 k, float alpha, const float* a, i64 lda, const float* b,
                        i64 ldb, float beta, float* c, i64 ldc) {
@@ -225,12 +231,20 @@ extern "C" int dnnc_run(void** buffers) {
   float* v_h2 = (float*)buffers[12];  // intermediate f32[32,32,8,8] h2
   float* v_3 = v_h2;  // alias f32[32,2048] 3
   float* v_logits = (float*)buffers[14];  // intermediate f32[32,10] logits
+  DNNC_TICK(-1);
   k0_conv2d(in_image, p_conv1_weight, p_conv1_bias, v_0);
+  DNNC_TICK(0);
   k1_relu(v_0, v_h1);
+  DNNC_TICK(1);
   k2_im2col(v_h1, s_col);
+  DNNC_TICK(2);
   g3_gemm(p_conv2_weight, s_col, p_conv2_bias, v_1);
+  DNNC_TICK(3);
   k4_relu(v_1, v_2);
+  DNNC_TICK(4);
   k5_avgpool2d(v_2, v_h2);
+  DNNC_TICK(5);
   g6_gemm(v_3, p_fc_weight, p_fc_bias, v_logits);
+  DNNC_TICK(6);
   return 0;
 }

@@ -20,6 +20,12 @@ extern "C" void dnnc_set_threads(int n) {
   openblas_set_num_threads(1);
 }
 
+// Per-step profiling: with a hook set, dnnc_run calls it with -1 on entry and with i after
+// step i. Null (the default) costs one predicted branch per step.
+static void (*dnnc_tick)(int) = 0;
+extern "C" void dnnc_set_profiler(void (*fn)(int)) { dnnc_tick = fn; }
+#define DNNC_TICK(i) if (__builtin_expect(dnnc_tick != 0, 0)) dnnc_tick(i)
+
 // C[m,n] = alpha op(A) op(B) + beta C (row-major); rows or columns of one go to sgemv.
 static void dnnc_sgemm(bool ta, bool tb, i64 m, i64 n, i64 k, float alpha, const float* a, i64 lda, const float* b,
                        i64 ldb, float beta, float* c, i64 ldc) {
@@ -210,82 +216,50 @@ static void g6_gemm(const float* __restrict__ a, const float* __restrict__ b, co
 }
 
 // %loss = cross_entropy(%logits, %label)
-static int k7_cross_entropy(const float* __restrict__ v_logits, const i64* __restrict__ in_label, float* __restrict__ v_loss) {
+// %dloss = fill() {shape=[], value=1.0}
+// %dlogits = cross_entropy_backward(%dloss, %logits, %label)
+// %fc.bias.grad = reduce_sum(%dlogits) {axes=[0], keepdim=false}
+static int k7_softmax_xent(const float* __restrict__ v_logits, const i64* __restrict__ in_label, float* __restrict__ v_loss, float* __restrict__ v_dloss, float* __restrict__ v_dlogits, float* __restrict__ v_fc_bias_grad) {
   for (i64 b = 0; b < 32; ++b) {
     if (((in_label[b] < 0) || (in_label[b] >= 10))) return 1;
+  }
+  v_dloss[0] = 0x1p+0f;
+  float scale = (0x1p+0f / 0x1p+5f);
+  for (i64 c = 0; c < 10; ++c) {
+    v_fc_bias_grad[c] = 0x0p+0f;
   }
   float total = 0x0p+0f;
   for (i64 b1 = 0; b1 < 32; ++b1) {
     float mx = (-__builtin_inff());
-    for (i64 c = 0; c < 10; ++c) {
-      mx = (mx < v_logits[((b1 * 10) + c)] ? v_logits[((b1 * 10) + c)] : mx);
+    for (i64 c1 = 0; c1 < 10; ++c1) {
+      mx = (mx < v_logits[((b1 * 10) + c1)] ? v_logits[((b1 * 10) + c1)] : mx);
     }
     float sum = 0x0p+0f;
-    for (i64 c1 = 0; c1 < 10; ++c1) {
-      sum = (sum + __builtin_expf((v_logits[((b1 * 10) + c1)] - mx)));
+    for (i64 c2 = 0; c2 < 10; ++c2) {
+      float e = __builtin_expf((v_logits[((b1 * 10) + c2)] - mx));
+      v_dlogits[((b1 * 10) + c2)] = e;
+      sum = (sum + e);
     }
-    total = (total + ((__builtin_logf(sum) + mx) - v_logits[((b1 * 10) + in_label[b1])]));
+    i64 t = in_label[b1];
+    total = (total + ((__builtin_logf(sum) + mx) - v_logits[((b1 * 10) + t)]));
+    for (i64 c3 = 0; c3 < 10; ++c3) {
+      float g = (scale * ((v_dlogits[((b1 * 10) + c3)] / sum) - ((c3 == t) ? 0x1p+0f : 0x0p+0f)));
+      v_dlogits[((b1 * 10) + c3)] = g;
+      v_fc_bias_grad[c3] += g;
+    }
   }
   v_loss[0] = (total / 0x1p+5f);
   return 0;
 }
 
-// %dloss = fill() {shape=[], value=1.0}
-static int k8_fill(float* __restrict__ v_dloss) {
-  v_dloss[0] = 0x1p+0f;
-  return 0;
-}
-
-// %dlogits = cross_entropy_backward(%dloss, %logits, %label)
-static int k9_cross_entropy_backward(const float* __restrict__ v_dloss, const float* __restrict__ v_logits, const i64* __restrict__ in_label, float* __restrict__ v_dlogits) {
-  for (i64 b = 0; b < 32; ++b) {
-    if (((in_label[b] < 0) || (in_label[b] >= 10))) return 1;
-  }
-  float scale = (v_dloss[0] / 0x1p+5f);
-  for (i64 b1 = 0; b1 < 32; ++b1) {
-    float mx = (-__builtin_inff());
-    for (i64 c = 0; c < 10; ++c) {
-      mx = (mx < v_logits[((b1 * 10) + c)] ? v_logits[((b1 * 10) + c)] : mx);
-    }
-    float sum = 0x0p+0f;
-    for (i64 c1 = 0; c1 < 10; ++c1) {
-      sum = (sum + __builtin_expf((v_logits[((b1 * 10) + c1)] - mx)));
-    }
-    i64 t = in_label[b1];
-    for (i64 c2 = 0; c2 < 10; ++c2) {
-      v_dlogits[((b1 * 10) + c2)] = (scale * ((__builtin_expf((v_logits[((b1 * 10) + c2)] - mx)) / sum) - ((c2 == t) ? 0x1p+0f : 0x0p+0f)));
-    }
-  }
-  return 0;
-}
-
-// %fc.bias.grad = reduce_sum(%dlogits) {axes=[0], keepdim=false}
-static int k10_reduce_sum(const float* __restrict__ v_dlogits, float* __restrict__ v_fc_bias_grad) {
-  for (i64 o = 0; o < 10; ++o) {
-    v_fc_bias_grad[o] = 0x0p+0f;
-  }
-  for (i64 r = 0; r < 32; ++r) {
-    for (i64 k = 0; k < 10; ++k) {
-      v_fc_bias_grad[k] += v_dlogits[((r * 10) + k)];
-    }
-  }
-  return 0;
-}
-
 // %d3 = matmul(%dlogits, @fc.weight) {transpose_a=false, transpose_b=false}
 // C[32,2048] = A · B
-static void g11_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
+static void g8_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
   dnnc_sgemm(false, false, 32, 2048, 10, 0x1p+0f, a, 10, b, 2048, 0x0p+0f, c, 2048);
 }
 
-// %fc.weight.grad = matmul(%dlogits, %3) {transpose_a=true, transpose_b=false}
-// C[10,2048] = Aᵀ · B
-static void g12_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
-  dnnc_sgemm(true, false, 10, 2048, 32, 0x1p+0f, a, 10, b, 2048, 0x0p+0f, c, 2048);
-}
-
 // %d2 = avgpool2d_backward(%dh2, %2) {count_include_pad=true, kernel=[2,2], padding=[0,0], stride=[]}
-static int k13_avgpool2d_backward(const float* __restrict__ v_dh2, float* __restrict__ v_d2) {
+static int k9_avgpool2d_backward(const float* __restrict__ v_dh2, float* __restrict__ v_d2) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 bc = 0; bc < 1024; ++bc) {
     i64 xbase = (bc * 256);
@@ -319,7 +293,7 @@ static int k13_avgpool2d_backward(const float* __restrict__ v_dh2, float* __rest
 }
 
 // %d1 = relu_backward(%d2, %2)
-static int k14_relu_backward(const float* __restrict__ v_d2, const float* __restrict__ v_2, float* __restrict__ v_d1) {
+static int k10_relu_backward(const float* __restrict__ v_d2, const float* __restrict__ v_2, float* __restrict__ v_d1) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 i = 0; i < 262144; ++i) {
     v_d1[i] = ((v_2[i] > 0x0p+0f) ? v_d2[i] : 0x0p+0f);
@@ -328,7 +302,7 @@ static int k14_relu_backward(const float* __restrict__ v_d2, const float* __rest
 }
 
 // %conv2.bias.grad = reduce_sum(%d1) {axes=[0,2,3], keepdim=false}
-static int k15_reduce_sum(const float* __restrict__ v_d1, float* __restrict__ v_conv2_bias_grad) {
+static int k11_reduce_sum(const float* __restrict__ v_d1, float* __restrict__ v_conv2_bias_grad) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 o = 0; o < 32; ++o) {
     float acc = 0x0p+0f;
@@ -344,7 +318,7 @@ static int k15_reduce_sum(const float* __restrict__ v_d1, float* __restrict__ v_
 
 // %dh1 = conv2d_backward_input(%d1, @conv2.weight) {dilation=[1,1], groups=1, input_hw=[32,32], padding=[1,1], stride=[2,2]}
 // C[144,256] = Aᵀ · B, 32 problems
-static void g16_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
+static void g12_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
 #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 bi = 0; bi < 32; ++bi) {
     dnnc_sgemm(true, false, 144, 256, 32, 0x1p+0f, a, 144, b + bi * 8192, 256, 0x0p+0f, c + bi * 36864, 256);
@@ -352,7 +326,7 @@ static void g16_gemm(const float* __restrict__ a, const float* __restrict__ b, f
 }
 
 // %dh1 = conv2d_backward_input(%d1, @conv2.weight) {dilation=[1,1], groups=1, input_hw=[32,32], padding=[1,1], stride=[2,2]}
-static int k17_col2im(const float* __restrict__ s_dcol, float* __restrict__ v_dh1) {
+static int k13_col2im(const float* __restrict__ s_dcol, float* __restrict__ v_dh1) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 bc = 0; bc < 512; ++bc) {
     i64 xbase = (bc * 1024);
@@ -375,7 +349,7 @@ static int k17_col2im(const float* __restrict__ s_dcol, float* __restrict__ v_dh
 }
 
 // %d0 = relu_backward(%dh1, %h1)
-static int k18_relu_backward(const float* __restrict__ v_dh1, const float* __restrict__ v_h1, float* __restrict__ v_d0) {
+static int k14_relu_backward(const float* __restrict__ v_dh1, const float* __restrict__ v_h1, float* __restrict__ v_d0) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 i = 0; i < 524288; ++i) {
     v_d0[i] = ((v_h1[i] > 0x0p+0f) ? v_dh1[i] : 0x0p+0f);
@@ -384,7 +358,7 @@ static int k18_relu_backward(const float* __restrict__ v_dh1, const float* __res
 }
 
 // %conv1.bias.grad = reduce_sum(%d0) {axes=[0,2,3], keepdim=false}
-static int k19_reduce_sum(const float* __restrict__ v_d0, float* __restrict__ v_conv1_bias_grad) {
+static int k15_reduce_sum(const float* __restrict__ v_d0, float* __restrict__ v_conv1_bias_grad) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 o = 0; o < 16; ++o) {
     float acc = 0x0p+0f;
@@ -400,7 +374,7 @@ static int k19_reduce_sum(const float* __restrict__ v_d0, float* __restrict__ v_
 
 // %conv2.weight.grad = conv2d_backward_weight(%d1, %h1) {dilation=[1,1], groups=1, kernel=[3,3], padding=[1,1], stride=[2,2]}
 //   (im2col of h1)
-static int k20_im2col(const float* __restrict__ v_h1, float* __restrict__ s_col_1) {
+static int k16_im2col(const float* __restrict__ v_h1, float* __restrict__ s_col_1) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 bc = 0; bc < 512; ++bc) {
     i64 xbase = (bc * 1024);
@@ -426,7 +400,7 @@ static int k20_im2col(const float* __restrict__ v_h1, float* __restrict__ s_col_
 
 // %conv2.weight.grad = conv2d_backward_weight(%d1, %h1) {dilation=[1,1], groups=1, kernel=[3,3], padding=[1,1], stride=[2,2]}
 //   (dy as [O, B*P])
-static int k21_dy_t(const float* __restrict__ v_d1, float* __restrict__ s_dy_t) {
+static int k17_dy_t(const float* __restrict__ v_d1, float* __restrict__ s_dy_t) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 ob = 0; ob < 1024; ++ob) {
     i64 o = (ob / 32);
@@ -440,13 +414,13 @@ static int k21_dy_t(const float* __restrict__ v_d1, float* __restrict__ s_dy_t) 
 
 // %conv2.weight.grad = conv2d_backward_weight(%d1, %h1) {dilation=[1,1], groups=1, kernel=[3,3], padding=[1,1], stride=[2,2]}
 // C[32,144] = A · Bᵀ
-static void g22_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
+static void g18_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
   dnnc_sgemm_split_k(false, true, 32, 144, 8192, 0x1p+0f, a, 8192, b, 8192, c, 144);
 }
 
 // %conv1.weight.grad = conv2d_backward_weight(%d0, %image) {dilation=[1,1], groups=1, kernel=[3,3], padding=[1,1], stride=[1,1]}
 //   (im2col of image)
-static int k23_im2col(const float* __restrict__ in_image, float* __restrict__ s_col_2) {
+static int k19_im2col(const float* __restrict__ in_image, float* __restrict__ s_col_2) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 bc = 0; bc < 96; ++bc) {
     i64 xbase = (bc * 1024);
@@ -472,7 +446,7 @@ static int k23_im2col(const float* __restrict__ in_image, float* __restrict__ s_
 
 // %conv1.weight.grad = conv2d_backward_weight(%d0, %image) {dilation=[1,1], groups=1, kernel=[3,3], padding=[1,1], stride=[1,1]}
 //   (dy as [O, B*P])
-static int k24_dy_t(const float* __restrict__ v_d0, float* __restrict__ s_dy_t_1) {
+static int k20_dy_t(const float* __restrict__ v_d0, float* __restrict__ s_dy_t_1) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 ob = 0; ob < 512; ++ob) {
     i64 o = (ob / 32);
@@ -486,19 +460,19 @@ static int k24_dy_t(const float* __restrict__ v_d0, float* __restrict__ s_dy_t_1
 
 // %conv1.weight.grad = conv2d_backward_weight(%d0, %image) {dilation=[1,1], groups=1, kernel=[3,3], padding=[1,1], stride=[1,1]}
 // C[16,27] = A · Bᵀ
-static void g25_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
+static void g21_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
   dnnc_sgemm_split_k(false, true, 16, 27, 32768, 0x1p+0f, a, 32768, b, 32768, c, 27);
 }
 
 // %step = add_scalar(@dnnc.step) {value=1.0}
-static int k26_add_scalar(float* __restrict__ p_dnnc_step) {
+static int k22_add_scalar(float* __restrict__ p_dnnc_step) {
   float s_0 = p_dnnc_step[0];
   p_dnnc_step[0] = (s_0 + 0x1p+0f);
   return 0;
 }
 
 // %conv1.weight.new, %4 = sgd_update(@conv1.weight, %conv1.weight.grad, @conv1.weight.momentum_buffer, %step) {dampening=0.0, lr=0.01, momentum=0.9, nesterov=false, weight_decay=0.0}
-static int k27_sgd_update(float* __restrict__ p_conv1_weight, const float* __restrict__ v_conv1_weight_grad, float* __restrict__ p_conv1_weight_momentum_buffer, const float* __restrict__ v_step) {
+static int k23_sgd_update(float* __restrict__ p_conv1_weight, const float* __restrict__ v_conv1_weight_grad, float* __restrict__ p_conv1_weight_momentum_buffer, const float* __restrict__ v_step) {
   float s_0 = v_step[0];
   if ((!(s_0 >= 0x1p+0f))) return 1;
   bool first = (s_0 == 0x1p+0f);
@@ -513,7 +487,7 @@ static int k27_sgd_update(float* __restrict__ p_conv1_weight, const float* __res
 }
 
 // %conv1.bias.new, %5 = sgd_update(@conv1.bias, %conv1.bias.grad, @conv1.bias.momentum_buffer, %step) {dampening=0.0, lr=0.01, momentum=0.9, nesterov=false, weight_decay=0.0}
-static int k28_sgd_update(float* __restrict__ p_conv1_bias, const float* __restrict__ v_conv1_bias_grad, float* __restrict__ p_conv1_bias_momentum_buffer, const float* __restrict__ v_step) {
+static int k24_sgd_update(float* __restrict__ p_conv1_bias, const float* __restrict__ v_conv1_bias_grad, float* __restrict__ p_conv1_bias_momentum_buffer, const float* __restrict__ v_step) {
   float s_0 = v_step[0];
   if ((!(s_0 >= 0x1p+0f))) return 1;
   bool first = (s_0 == 0x1p+0f);
@@ -528,7 +502,7 @@ static int k28_sgd_update(float* __restrict__ p_conv1_bias, const float* __restr
 }
 
 // %conv2.weight.new, %6 = sgd_update(@conv2.weight, %conv2.weight.grad, @conv2.weight.momentum_buffer, %step) {dampening=0.0, lr=0.01, momentum=0.9, nesterov=false, weight_decay=0.0}
-static int k29_sgd_update(float* __restrict__ p_conv2_weight, const float* __restrict__ v_conv2_weight_grad, float* __restrict__ p_conv2_weight_momentum_buffer, const float* __restrict__ v_step) {
+static int k25_sgd_update(float* __restrict__ p_conv2_weight, const float* __restrict__ v_conv2_weight_grad, float* __restrict__ p_conv2_weight_momentum_buffer, const float* __restrict__ v_step) {
   float s_0 = v_step[0];
   if ((!(s_0 >= 0x1p+0f))) return 1;
   bool first = (s_0 == 0x1p+0f);
@@ -543,7 +517,7 @@ static int k29_sgd_update(float* __restrict__ p_conv2_weight, const float* __res
 }
 
 // %conv2.bias.new, %7 = sgd_update(@conv2.bias, %conv2.bias.grad, @conv2.bias.momentum_buffer, %step) {dampening=0.0, lr=0.01, momentum=0.9, nesterov=false, weight_decay=0.0}
-static int k30_sgd_update(float* __restrict__ p_conv2_bias, const float* __restrict__ v_conv2_bias_grad, float* __restrict__ p_conv2_bias_momentum_buffer, const float* __restrict__ v_step) {
+static int k26_sgd_update(float* __restrict__ p_conv2_bias, const float* __restrict__ v_conv2_bias_grad, float* __restrict__ p_conv2_bias_momentum_buffer, const float* __restrict__ v_step) {
   float s_0 = v_step[0];
   if ((!(s_0 >= 0x1p+0f))) return 1;
   bool first = (s_0 == 0x1p+0f);
@@ -558,22 +532,34 @@ static int k30_sgd_update(float* __restrict__ p_conv2_bias, const float* __restr
 }
 
 // %fc.weight.new, %8 = sgd_update(@fc.weight, %fc.weight.grad, @fc.weight.momentum_buffer, %step) {dampening=0.0, lr=0.01, momentum=0.9, nesterov=false, weight_decay=0.0}
-static int k31_sgd_update(float* __restrict__ p_fc_weight, const float* __restrict__ v_fc_weight_grad, float* __restrict__ p_fc_weight_momentum_buffer, const float* __restrict__ v_step) {
-  float s_0 = v_step[0];
-  if ((!(s_0 >= 0x1p+0f))) return 1;
-  bool first = (s_0 == 0x1p+0f);
-  for (i64 i = 0; i < 20480; ++i) {
-    float buf = (first ? v_fc_weight_grad[i] : ((p_fc_weight_momentum_buffer[i] * 0x1.ccccccp-1f) + v_fc_weight_grad[i]));
-    float t = (p_fc_weight[i] + ((-0x1.47ae14p-7f) * buf));
-    p_fc_weight[i] = t;
-    float t1 = buf;
-    p_fc_weight_momentum_buffer[i] = t1;
-  }
+static int k27_sgd_step_check(const float* __restrict__ v_step) {
+  if ((!(v_step[0] >= 0x1p+0f))) return 1;
   return 0;
 }
 
+// epilogue of g28_gemm: elements [begin, end) of C
+static int g28_epilogue(i64 begin, i64 end, const float* __restrict__ v_8, float* __restrict__ v_fc_weight_new) {
+  for (i64 i = begin; i < end; ++i) {
+    v_fc_weight_new[i] = (v_fc_weight_new[i] + ((-0x1.47ae14p-7f) * v_8[i]));
+  }
+  return 0;
+}
+// %fc.weight.grad = matmul(%dlogits, %3) {transpose_a=true, transpose_b=false}
+// %fc.weight.new, %8 = sgd_update(@fc.weight, %fc.weight.grad, @fc.weight.momentum_buffer, %step) {dampening=0.0, lr=0.01, momentum=0.9, nesterov=false, weight_decay=0.0}
+// C[10,2048] = α Aᵀ · B + β C (α, β = 1, 0 on the first step, else 1, 0.9), then g28_epilogue on each thread's rows
+static void g28_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c, float* __restrict__ e1, const float* __restrict__ step) {
+  const bool first = step[0] == 0x1p+0f;
+  const float alpha = first ? 0x1p+0f : 0x1p+0f, beta = first ? 0x0p+0f : 0x1.ccccccp-1f;
+  const int t = 1;
+  for (int i = 0; i < t; ++i) {
+    const i64 r0 = 10 * i / t, r1 = 10 * (i + 1) / t;
+    dnnc_sgemm(true, false, r1 - r0, 2048, 32, alpha, a + r0, 10, b, 2048, beta, c + r0 * 2048, 2048);
+    g28_epilogue(r0 * 2048, r1 * 2048, c, e1);
+  }
+}
+
 // %fc.bias.new, %9 = sgd_update(@fc.bias, %fc.bias.grad, @fc.bias.momentum_buffer, %step) {dampening=0.0, lr=0.01, momentum=0.9, nesterov=false, weight_decay=0.0}
-static int k32_sgd_update(float* __restrict__ p_fc_bias, const float* __restrict__ v_fc_bias_grad, float* __restrict__ p_fc_bias_momentum_buffer, const float* __restrict__ v_step) {
+static int k29_sgd_update(float* __restrict__ p_fc_bias, const float* __restrict__ v_fc_bias_grad, float* __restrict__ p_fc_bias_momentum_buffer, const float* __restrict__ v_step) {
   float s_0 = v_step[0];
   if ((!(s_0 >= 0x1p+0f))) return 1;
   bool first = (s_0 == 0x1p+0f);
@@ -616,21 +602,20 @@ extern "C" int dnnc_run(void** buffers) {
   float* v_dlogits = (float*)buffers[25];  // intermediate f32[32,10] dlogits
   float* v_fc_bias_grad = (float*)buffers[26];  // intermediate f32[10] fc.bias.grad
   float* v_d3 = (float*)buffers[27];  // intermediate f32[32,2048] d3
-  float* v_fc_weight_grad = (float*)buffers[28];  // intermediate f32[10,2048] fc.weight.grad
   float* v_dh2 = v_d3;  // alias f32[32,32,8,8] dh2
-  float* v_d2 = (float*)buffers[30];  // intermediate f32[32,32,16,16] d2
-  float* v_d1 = (float*)buffers[31];  // intermediate f32[32,32,16,16] d1
-  float* v_conv2_bias_grad = (float*)buffers[32];  // intermediate f32[32] conv2.bias.grad
-  float* s_dcol = (float*)buffers[33];  // scratch f32[1179648]
-  float* v_dh1 = (float*)buffers[34];  // intermediate f32[32,16,32,32] dh1
-  float* v_d0 = (float*)buffers[35];  // intermediate f32[32,16,32,32] d0
-  float* v_conv1_bias_grad = (float*)buffers[36];  // intermediate f32[16] conv1.bias.grad
-  float* s_col_1 = (float*)buffers[37];  // scratch f32[1179648]
-  float* s_dy_t = (float*)buffers[38];  // scratch f32[262144]
-  float* v_conv2_weight_grad = (float*)buffers[39];  // intermediate f32[32,16,3,3] conv2.weight.grad
-  float* s_col_2 = (float*)buffers[40];  // scratch f32[884736]
-  float* s_dy_t_1 = (float*)buffers[41];  // scratch f32[524288]
-  float* v_conv1_weight_grad = (float*)buffers[42];  // intermediate f32[16,3,3,3] conv1.weight.grad
+  float* v_d2 = (float*)buffers[29];  // intermediate f32[32,32,16,16] d2
+  float* v_d1 = (float*)buffers[30];  // intermediate f32[32,32,16,16] d1
+  float* v_conv2_bias_grad = (float*)buffers[31];  // intermediate f32[32] conv2.bias.grad
+  float* s_dcol = (float*)buffers[32];  // scratch f32[1179648]
+  float* v_dh1 = (float*)buffers[33];  // intermediate f32[32,16,32,32] dh1
+  float* v_d0 = (float*)buffers[34];  // intermediate f32[32,16,32,32] d0
+  float* v_conv1_bias_grad = (float*)buffers[35];  // intermediate f32[16] conv1.bias.grad
+  float* s_col_1 = (float*)buffers[36];  // scratch f32[1179648]
+  float* s_dy_t = (float*)buffers[37];  // scratch f32[262144]
+  float* v_conv2_weight_grad = (float*)buffers[38];  // intermediate f32[32,16,3,3] conv2.weight.grad
+  float* s_col_2 = (float*)buffers[39];  // scratch f32[884736]
+  float* s_dy_t_1 = (float*)buffers[40];  // scratch f32[524288]
+  float* v_conv1_weight_grad = (float*)buffers[41];  // intermediate f32[16,3,3,3] conv1.weight.grad
   float* v_step = p_dnnc_step;  // alias f32[] step
   float* v_conv1_weight_new = p_conv1_weight;  // alias f32[16,3,3,3] conv1.weight.new
   float* v_4 = p_conv1_weight_momentum_buffer;  // alias f32[16,3,3,3] 4
@@ -640,42 +625,70 @@ extern "C" int dnnc_run(void** buffers) {
   float* v_6 = p_conv2_weight_momentum_buffer;  // alias f32[32,16,3,3] 6
   float* v_conv2_bias_new = p_conv2_bias;  // alias f32[32] conv2.bias.new
   float* v_7 = p_conv2_bias_momentum_buffer;  // alias f32[32] 7
-  float* v_fc_weight_new = p_fc_weight;  // alias f32[10,2048] fc.weight.new
   float* v_8 = p_fc_weight_momentum_buffer;  // alias f32[10,2048] 8
+  float* v_fc_weight_new = p_fc_weight;  // alias f32[10,2048] fc.weight.new
   float* v_fc_bias_new = p_fc_bias;  // alias f32[10] fc.bias.new
   float* v_9 = p_fc_bias_momentum_buffer;  // alias f32[10] 9
+  DNNC_TICK(-1);
   k0_conv2d(in_image, p_conv1_weight, p_conv1_bias, v_0);
+  DNNC_TICK(0);
   k1_relu(v_0, v_h1);
+  DNNC_TICK(1);
   k2_im2col(v_h1, s_col);
+  DNNC_TICK(2);
   g3_gemm(p_conv2_weight, s_col, p_conv2_bias, v_1);
+  DNNC_TICK(3);
   k4_relu(v_1, v_2);
+  DNNC_TICK(4);
   k5_avgpool2d(v_2, v_h2);
+  DNNC_TICK(5);
   g6_gemm(v_3, p_fc_weight, p_fc_bias, v_logits);
-  if (int e = k7_cross_entropy(v_logits, in_label, v_loss)) return 0 + e;
-  k8_fill(v_dloss);
-  if (int e = k9_cross_entropy_backward(v_dloss, v_logits, in_label, v_dlogits)) return 1 + e;
-  k10_reduce_sum(v_dlogits, v_fc_bias_grad);
-  g11_gemm(v_dlogits, p_fc_weight, v_d3);
-  g12_gemm(v_dlogits, v_3, v_fc_weight_grad);
-  k13_avgpool2d_backward(v_dh2, v_d2);
-  k14_relu_backward(v_d2, v_2, v_d1);
-  k15_reduce_sum(v_d1, v_conv2_bias_grad);
-  g16_gemm(p_conv2_weight, v_d1, s_dcol);
-  k17_col2im(s_dcol, v_dh1);
-  k18_relu_backward(v_dh1, v_h1, v_d0);
-  k19_reduce_sum(v_d0, v_conv1_bias_grad);
-  k20_im2col(v_h1, s_col_1);
-  k21_dy_t(v_d1, s_dy_t);
-  g22_gemm(s_dy_t, s_col_1, v_conv2_weight_grad);
-  k23_im2col(in_image, s_col_2);
-  k24_dy_t(v_d0, s_dy_t_1);
-  g25_gemm(s_dy_t_1, s_col_2, v_conv1_weight_grad);
-  k26_add_scalar(p_dnnc_step);
-  if (int e = k27_sgd_update(p_conv1_weight, v_conv1_weight_grad, p_conv1_weight_momentum_buffer, v_step)) return 2 + e;
-  if (int e = k28_sgd_update(p_conv1_bias, v_conv1_bias_grad, p_conv1_bias_momentum_buffer, v_step)) return 3 + e;
-  if (int e = k29_sgd_update(p_conv2_weight, v_conv2_weight_grad, p_conv2_weight_momentum_buffer, v_step)) return 4 + e;
-  if (int e = k30_sgd_update(p_conv2_bias, v_conv2_bias_grad, p_conv2_bias_momentum_buffer, v_step)) return 5 + e;
-  if (int e = k31_sgd_update(p_fc_weight, v_fc_weight_grad, p_fc_weight_momentum_buffer, v_step)) return 6 + e;
-  if (int e = k32_sgd_update(p_fc_bias, v_fc_bias_grad, p_fc_bias_momentum_buffer, v_step)) return 7 + e;
+  DNNC_TICK(6);
+  if (int e = k7_softmax_xent(v_logits, in_label, v_loss, v_dloss, v_dlogits, v_fc_bias_grad)) return 0 + e;
+  DNNC_TICK(7);
+  g8_gemm(v_dlogits, p_fc_weight, v_d3);
+  DNNC_TICK(8);
+  k9_avgpool2d_backward(v_dh2, v_d2);
+  DNNC_TICK(9);
+  k10_relu_backward(v_d2, v_2, v_d1);
+  DNNC_TICK(10);
+  k11_reduce_sum(v_d1, v_conv2_bias_grad);
+  DNNC_TICK(11);
+  g12_gemm(p_conv2_weight, v_d1, s_dcol);
+  DNNC_TICK(12);
+  k13_col2im(s_dcol, v_dh1);
+  DNNC_TICK(13);
+  k14_relu_backward(v_dh1, v_h1, v_d0);
+  DNNC_TICK(14);
+  k15_reduce_sum(v_d0, v_conv1_bias_grad);
+  DNNC_TICK(15);
+  k16_im2col(v_h1, s_col_1);
+  DNNC_TICK(16);
+  k17_dy_t(v_d1, s_dy_t);
+  DNNC_TICK(17);
+  g18_gemm(s_dy_t, s_col_1, v_conv2_weight_grad);
+  DNNC_TICK(18);
+  k19_im2col(in_image, s_col_2);
+  DNNC_TICK(19);
+  k20_dy_t(v_d0, s_dy_t_1);
+  DNNC_TICK(20);
+  g21_gemm(s_dy_t_1, s_col_2, v_conv1_weight_grad);
+  DNNC_TICK(21);
+  k22_add_scalar(p_dnnc_step);
+  DNNC_TICK(22);
+  if (int e = k23_sgd_update(p_conv1_weight, v_conv1_weight_grad, p_conv1_weight_momentum_buffer, v_step)) return 1 + e;
+  DNNC_TICK(23);
+  if (int e = k24_sgd_update(p_conv1_bias, v_conv1_bias_grad, p_conv1_bias_momentum_buffer, v_step)) return 2 + e;
+  DNNC_TICK(24);
+  if (int e = k25_sgd_update(p_conv2_weight, v_conv2_weight_grad, p_conv2_weight_momentum_buffer, v_step)) return 3 + e;
+  DNNC_TICK(25);
+  if (int e = k26_sgd_update(p_conv2_bias, v_conv2_bias_grad, p_conv2_bias_momentum_buffer, v_step)) return 4 + e;
+  DNNC_TICK(26);
+  if (int e = k27_sgd_step_check(v_step)) return 5 + e;
+  DNNC_TICK(27);
+  g28_gemm(v_dlogits, v_3, v_8, v_fc_weight_new, v_step);
+  DNNC_TICK(28);
+  if (int e = k29_sgd_update(p_fc_bias, v_fc_bias_grad, p_fc_bias_momentum_buffer, v_step)) return 6 + e;
+  DNNC_TICK(29);
   return 0;
 }

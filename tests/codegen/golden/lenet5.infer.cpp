@@ -20,6 +20,12 @@ extern "C" void dnnc_set_threads(int n) {
   openblas_set_num_threads(1);
 }
 
+// Per-step profiling: with a hook set, dnnc_run calls it with -1 on entry and with i after
+// step i. Null (the default) costs one predicted branch per step.
+static void (*dnnc_tick)(int) = 0;
+extern "C" void dnnc_set_profiler(void (*fn)(int)) { dnnc_tick = fn; }
+#define DNNC_TICK(i) if (__builtin_expect(dnnc_tick != 0, 0)) dnnc_tick(i)
+
 // C[m,n] = alpha op(A) op(B) + beta C (row-major); rows or columns of one go to sgemv.
 static void dnnc_sgemm(bool ta, bool tb, i64 m, i64 n, i64 k, float alpha, const float* a, i64 lda, const float* b,
                        i64 ldb, float beta, float* c, i64 ldc) {
@@ -298,15 +304,26 @@ extern "C" int dnnc_run(void** buffers) {
   float* v_h3 = (float*)buffers[19];  // intermediate f32[64,120] h3
   float* v_h4 = (float*)buffers[20];  // intermediate f32[64,84] h4
   float* v_logits = (float*)buffers[21];  // intermediate f32[64,10] logits
+  DNNC_TICK(-1);
   k0_conv2d(in_image, p_conv1_weight, p_conv1_bias, v_0);
+  DNNC_TICK(0);
   k1_relu(v_0, v_1);
+  DNNC_TICK(1);
   k2_maxpool2d(v_1, v_h1);
+  DNNC_TICK(2);
   k3_im2col(v_h1, s_col);
+  DNNC_TICK(3);
   g4_gemm(p_conv2_weight, s_col, p_conv2_bias, v_2);
+  DNNC_TICK(4);
   k5_relu(v_2, v_3);
+  DNNC_TICK(5);
   k6_maxpool2d(v_3, v_h2);
+  DNNC_TICK(6);
   g7_gemm(v_4, p_fc1_weight, p_fc1_bias, v_h3);
+  DNNC_TICK(7);
   g8_gemm(v_h3, p_fc2_weight, p_fc2_bias, v_h4);
+  DNNC_TICK(8);
   g9_gemm(v_h4, p_fc3_weight, p_fc3_bias, v_logits);
+  DNNC_TICK(9);
   return 0;
 }

@@ -20,6 +20,12 @@ extern "C" void dnnc_set_threads(int n) {
   openblas_set_num_threads(1);
 }
 
+// Per-step profiling: with a hook set, dnnc_run calls it with -1 on entry and with i after
+// step i. Null (the default) costs one predicted branch per step.
+static void (*dnnc_tick)(int) = 0;
+extern "C" void dnnc_set_profiler(void (*fn)(int)) { dnnc_tick = fn; }
+#define DNNC_TICK(i) if (__builtin_expect(dnnc_tick != 0, 0)) dnnc_tick(i)
+
 // C[m,n] = alpha op(A) op(B) + beta C (row-major); rows or columns of one go to sgemv.
 static void dnnc_sgemm(bool ta, bool tb, i64 m, i64 n, i64 k, float alpha, const float* a, i64 lda, const float* b,
                        i64 ldb, float beta, float* c, i64 ldc) {
@@ -276,70 +282,44 @@ static void g9_gemm(const float* __restrict__ a, const float* __restrict__ b, co
 }
 
 // %loss = cross_entropy(%logits, %label)
-static int k10_cross_entropy(const float* __restrict__ v_logits, const i64* __restrict__ in_label, float* __restrict__ v_loss) {
+// %dloss = fill() {shape=[], value=1.0}
+// %dlogits = cross_entropy_backward(%dloss, %logits, %label)
+// %fc3.bias.grad = reduce_sum(%dlogits) {axes=[0], keepdim=false}
+static int k10_softmax_xent(const float* __restrict__ v_logits, const i64* __restrict__ in_label, float* __restrict__ v_loss, float* __restrict__ v_dloss, float* __restrict__ v_dlogits, float* __restrict__ v_fc3_bias_grad) {
   for (i64 b = 0; b < 64; ++b) {
     if (((in_label[b] < 0) || (in_label[b] >= 10))) return 1;
+  }
+  v_dloss[0] = 0x1p+0f;
+  float scale = (0x1p+0f / 0x1p+6f);
+  for (i64 c = 0; c < 10; ++c) {
+    v_fc3_bias_grad[c] = 0x0p+0f;
   }
   float total = 0x0p+0f;
   for (i64 b1 = 0; b1 < 64; ++b1) {
     float mx = (-__builtin_inff());
-    for (i64 c = 0; c < 10; ++c) {
-      mx = (mx < v_logits[((b1 * 10) + c)] ? v_logits[((b1 * 10) + c)] : mx);
+    for (i64 c1 = 0; c1 < 10; ++c1) {
+      mx = (mx < v_logits[((b1 * 10) + c1)] ? v_logits[((b1 * 10) + c1)] : mx);
     }
     float sum = 0x0p+0f;
-    for (i64 c1 = 0; c1 < 10; ++c1) {
-      sum = (sum + __builtin_expf((v_logits[((b1 * 10) + c1)] - mx)));
+    for (i64 c2 = 0; c2 < 10; ++c2) {
+      float e = __builtin_expf((v_logits[((b1 * 10) + c2)] - mx));
+      v_dlogits[((b1 * 10) + c2)] = e;
+      sum = (sum + e);
     }
-    total = (total + ((__builtin_logf(sum) + mx) - v_logits[((b1 * 10) + in_label[b1])]));
+    i64 t = in_label[b1];
+    total = (total + ((__builtin_logf(sum) + mx) - v_logits[((b1 * 10) + t)]));
+    for (i64 c3 = 0; c3 < 10; ++c3) {
+      float g = (scale * ((v_dlogits[((b1 * 10) + c3)] / sum) - ((c3 == t) ? 0x1p+0f : 0x0p+0f)));
+      v_dlogits[((b1 * 10) + c3)] = g;
+      v_fc3_bias_grad[c3] += g;
+    }
   }
   v_loss[0] = (total / 0x1p+6f);
   return 0;
 }
 
-// %dloss = fill() {shape=[], value=1.0}
-static int k11_fill(float* __restrict__ v_dloss) {
-  v_dloss[0] = 0x1p+0f;
-  return 0;
-}
-
-// %dlogits = cross_entropy_backward(%dloss, %logits, %label)
-static int k12_cross_entropy_backward(const float* __restrict__ v_dloss, const float* __restrict__ v_logits, const i64* __restrict__ in_label, float* __restrict__ v_dlogits) {
-  for (i64 b = 0; b < 64; ++b) {
-    if (((in_label[b] < 0) || (in_label[b] >= 10))) return 1;
-  }
-  float scale = (v_dloss[0] / 0x1p+6f);
-  for (i64 b1 = 0; b1 < 64; ++b1) {
-    float mx = (-__builtin_inff());
-    for (i64 c = 0; c < 10; ++c) {
-      mx = (mx < v_logits[((b1 * 10) + c)] ? v_logits[((b1 * 10) + c)] : mx);
-    }
-    float sum = 0x0p+0f;
-    for (i64 c1 = 0; c1 < 10; ++c1) {
-      sum = (sum + __builtin_expf((v_logits[((b1 * 10) + c1)] - mx)));
-    }
-    i64 t = in_label[b1];
-    for (i64 c2 = 0; c2 < 10; ++c2) {
-      v_dlogits[((b1 * 10) + c2)] = (scale * ((__builtin_expf((v_logits[((b1 * 10) + c2)] - mx)) / sum) - ((c2 == t) ? 0x1p+0f : 0x0p+0f)));
-    }
-  }
-  return 0;
-}
-
-// %fc3.bias.grad = reduce_sum(%dlogits) {axes=[0], keepdim=false}
-static int k13_reduce_sum(const float* __restrict__ v_dlogits, float* __restrict__ v_fc3_bias_grad) {
-  for (i64 o = 0; o < 10; ++o) {
-    v_fc3_bias_grad[o] = 0x0p+0f;
-  }
-  for (i64 r = 0; r < 64; ++r) {
-    for (i64 k = 0; k < 10; ++k) {
-      v_fc3_bias_grad[k] += v_dlogits[((r * 10) + k)];
-    }
-  }
-  return 0;
-}
-
-// epilogue of g14_gemm: elements [begin, end) of C
-static int g14_epilogue(i64 begin, i64 end, const float* __restrict__ v_h4, float* __restrict__ v_d6) {
+// epilogue of g11_gemm: elements [begin, end) of C
+static int g11_epilogue(i64 begin, i64 end, const float* __restrict__ v_h4, float* __restrict__ v_d6) {
   for (i64 i = begin; i < end; ++i) {
     float c = v_d6[i];
     v_d6[i] = ((v_h4[i] > 0x0p+0f) ? c : 0x0p+0f);
@@ -348,37 +328,27 @@ static int g14_epilogue(i64 begin, i64 end, const float* __restrict__ v_h4, floa
 }
 // %dh4 = matmul(%dlogits, @fc3.weight) {transpose_a=false, transpose_b=false}
 // %d6 = relu_backward(%dh4, %h4)
-// C[64,84] = A · B, then g14_epilogue on each thread's rows
-static void g14_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c, const float* __restrict__ e0) {
+// %fc2.bias.grad = reduce_sum(%d6) {axes=[0], keepdim=false}
+// C[64,84] = A · B, then g11_epilogue on each thread's rows, then the column sums of C
+static void g11_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c, const float* __restrict__ e0, float* __restrict__ col_sums) {
   const int t = 1;
+  float* part = t > 1 ? (float*)__builtin_malloc(sizeof(float) * (t - 1) * 84) : 0;
   for (int i = 0; i < t; ++i) {
     const i64 r0 = 64 * i / t, r1 = 64 * (i + 1) / t;
     dnnc_sgemm(false, false, r1 - r0, 84, 10, 0x1p+0f, a + r0 * 10, 10, b, 84, 0x0p+0f, c + r0 * 84, 84);
-    g14_epilogue(r0 * 84, r1 * 84, e0, c);
+    g11_epilogue(r0 * 84, r1 * 84, e0, c);
+    float* sum = i == 0 ? col_sums : part + (i - 1) * 84;
+    for (i64 j = 0; j < 84; ++j) sum[j] = 0x0p+0f;
+    for (i64 r = r0; r < r1; ++r)
+      for (i64 j = 0; j < 84; ++j) sum[j] += c[r * 84 + j];
   }
+  for (int i = 1; i < t; ++i)
+    for (i64 j = 0; j < 84; ++j) col_sums[j] += part[(i - 1) * 84 + j];
+  __builtin_free(part);
 }
 
-// %fc2.bias.grad = reduce_sum(%d6) {axes=[0], keepdim=false}
-static int k15_reduce_sum(const float* __restrict__ v_d6, float* __restrict__ v_fc2_bias_grad) {
-  for (i64 o = 0; o < 84; ++o) {
-    v_fc2_bias_grad[o] = 0x0p+0f;
-  }
-  for (i64 r = 0; r < 64; ++r) {
-    for (i64 k = 0; k < 84; ++k) {
-      v_fc2_bias_grad[k] += v_d6[((r * 84) + k)];
-    }
-  }
-  return 0;
-}
-
-// %fc3.weight.grad = matmul(%dlogits, %h4) {transpose_a=true, transpose_b=false}
-// C[10,84] = Aᵀ · B
-static void g16_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
-  dnnc_sgemm(true, false, 10, 84, 64, 0x1p+0f, a, 10, b, 84, 0x0p+0f, c, 84);
-}
-
-// epilogue of g17_gemm: elements [begin, end) of C
-static int g17_epilogue(i64 begin, i64 end, const float* __restrict__ v_h3, float* __restrict__ v_d5) {
+// epilogue of g12_gemm: elements [begin, end) of C
+static int g12_epilogue(i64 begin, i64 end, const float* __restrict__ v_h3, float* __restrict__ v_d5) {
   for (i64 i = begin; i < end; ++i) {
     float c = v_d5[i];
     v_d5[i] = ((v_h3[i] > 0x0p+0f) ? c : 0x0p+0f);
@@ -387,49 +357,33 @@ static int g17_epilogue(i64 begin, i64 end, const float* __restrict__ v_h3, floa
 }
 // %dh3 = matmul(%d6, @fc2.weight) {transpose_a=false, transpose_b=false}
 // %d5 = relu_backward(%dh3, %h3)
-// C[64,120] = A · B, then g17_epilogue on each thread's rows
-static void g17_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c, const float* __restrict__ e0) {
+// %fc1.bias.grad = reduce_sum(%d5) {axes=[0], keepdim=false}
+// C[64,120] = A · B, then g12_epilogue on each thread's rows, then the column sums of C
+static void g12_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c, const float* __restrict__ e0, float* __restrict__ col_sums) {
   const int t = 1;
+  float* part = t > 1 ? (float*)__builtin_malloc(sizeof(float) * (t - 1) * 120) : 0;
   for (int i = 0; i < t; ++i) {
     const i64 r0 = 64 * i / t, r1 = 64 * (i + 1) / t;
     dnnc_sgemm(false, false, r1 - r0, 120, 84, 0x1p+0f, a + r0 * 84, 84, b, 120, 0x0p+0f, c + r0 * 120, 120);
-    g17_epilogue(r0 * 120, r1 * 120, e0, c);
+    g12_epilogue(r0 * 120, r1 * 120, e0, c);
+    float* sum = i == 0 ? col_sums : part + (i - 1) * 120;
+    for (i64 j = 0; j < 120; ++j) sum[j] = 0x0p+0f;
+    for (i64 r = r0; r < r1; ++r)
+      for (i64 j = 0; j < 120; ++j) sum[j] += c[r * 120 + j];
   }
-}
-
-// %fc1.bias.grad = reduce_sum(%d5) {axes=[0], keepdim=false}
-static int k18_reduce_sum(const float* __restrict__ v_d5, float* __restrict__ v_fc1_bias_grad) {
-  for (i64 o = 0; o < 120; ++o) {
-    v_fc1_bias_grad[o] = 0x0p+0f;
-  }
-  for (i64 r = 0; r < 64; ++r) {
-    for (i64 k = 0; k < 120; ++k) {
-      v_fc1_bias_grad[k] += v_d5[((r * 120) + k)];
-    }
-  }
-  return 0;
-}
-
-// %fc2.weight.grad = matmul(%d6, %h3) {transpose_a=true, transpose_b=false}
-// C[84,120] = Aᵀ · B
-static void g19_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
-  dnnc_sgemm(true, false, 84, 120, 64, 0x1p+0f, a, 84, b, 120, 0x0p+0f, c, 120);
+  for (int i = 1; i < t; ++i)
+    for (i64 j = 0; j < 120; ++j) col_sums[j] += part[(i - 1) * 120 + j];
+  __builtin_free(part);
 }
 
 // %d4 = matmul(%d5, @fc1.weight) {transpose_a=false, transpose_b=false}
 // C[64,400] = A · B
-static void g20_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
+static void g13_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
   dnnc_sgemm_split(false, false, 64, 400, 120, 0x1p+0f, a, 120, b, 400, 0x0p+0f, c, 400);
 }
 
-// %fc1.weight.grad = matmul(%d5, %4) {transpose_a=true, transpose_b=false}
-// C[120,400] = Aᵀ · B
-static void g21_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
-  dnnc_sgemm_split(true, false, 120, 400, 64, 0x1p+0f, a, 120, b, 400, 0x0p+0f, c, 400);
-}
-
 // %d3 = maxpool2d_backward(%dh2, %3) {kernel=[2,2], padding=[0,0], stride=[]}
-static int k22_maxpool2d_backward(const float* __restrict__ v_dh2, const float* __restrict__ v_3, float* __restrict__ v_d3) {
+static int k14_maxpool2d_backward(const float* __restrict__ v_dh2, const float* __restrict__ v_3, float* __restrict__ v_d3) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 bc = 0; bc < 1024; ++bc) {
     i64 xbase = (bc * 100);
@@ -460,7 +414,7 @@ static int k22_maxpool2d_backward(const float* __restrict__ v_dh2, const float* 
 }
 
 // %d2 = relu_backward(%d3, %3)
-static int k23_relu_backward(const float* __restrict__ v_d3, const float* __restrict__ v_3, float* __restrict__ v_d2) {
+static int k15_relu_backward(const float* __restrict__ v_d3, const float* __restrict__ v_3, float* __restrict__ v_d2) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 i = 0; i < 102400; ++i) {
     v_d2[i] = ((v_3[i] > 0x0p+0f) ? v_d3[i] : 0x0p+0f);
@@ -469,7 +423,7 @@ static int k23_relu_backward(const float* __restrict__ v_d3, const float* __rest
 }
 
 // %conv2.bias.grad = reduce_sum(%d2) {axes=[0,2,3], keepdim=false}
-static int k24_reduce_sum(const float* __restrict__ v_d2, float* __restrict__ v_conv2_bias_grad) {
+static int k16_reduce_sum(const float* __restrict__ v_d2, float* __restrict__ v_conv2_bias_grad) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 o = 0; o < 16; ++o) {
     float acc = 0x0p+0f;
@@ -485,7 +439,7 @@ static int k24_reduce_sum(const float* __restrict__ v_d2, float* __restrict__ v_
 
 // %dh1 = conv2d_backward_input(%d2, @conv2.weight) {dilation=[1,1], groups=1, input_hw=[14,14], padding=[0,0], stride=[1,1]}
 // C[150,100] = Aᵀ · B, 64 problems
-static void g25_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
+static void g17_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
 #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 bi = 0; bi < 64; ++bi) {
     dnnc_sgemm(true, false, 150, 100, 16, 0x1p+0f, a, 150, b + bi * 1600, 100, 0x0p+0f, c + bi * 15000, 100);
@@ -493,7 +447,7 @@ static void g25_gemm(const float* __restrict__ a, const float* __restrict__ b, f
 }
 
 // %dh1 = conv2d_backward_input(%d2, @conv2.weight) {dilation=[1,1], groups=1, input_hw=[14,14], padding=[0,0], stride=[1,1]}
-static int k26_col2im(const float* __restrict__ s_dcol, float* __restrict__ v_dh1) {
+static int k18_col2im(const float* __restrict__ s_dcol, float* __restrict__ v_dh1) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 bc = 0; bc < 384; ++bc) {
     i64 xbase = (bc * 196);
@@ -517,7 +471,7 @@ static int k26_col2im(const float* __restrict__ s_dcol, float* __restrict__ v_dh
 
 // %conv2.weight.grad = conv2d_backward_weight(%d2, %h1) {dilation=[1,1], groups=1, kernel=[5,5], padding=[0,0], stride=[1,1]}
 //   (im2col of h1)
-static int k27_im2col(const float* __restrict__ v_h1, float* __restrict__ s_col_1) {
+static int k19_im2col(const float* __restrict__ v_h1, float* __restrict__ s_col_1) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 bc = 0; bc < 384; ++bc) {
     i64 xbase = (bc * 196);
@@ -538,7 +492,7 @@ static int k27_im2col(const float* __restrict__ v_h1, float* __restrict__ s_col_
 
 // %conv2.weight.grad = conv2d_backward_weight(%d2, %h1) {dilation=[1,1], groups=1, kernel=[5,5], padding=[0,0], stride=[1,1]}
 //   (dy as [O, B*P])
-static int k28_dy_t(const float* __restrict__ v_d2, float* __restrict__ s_dy_t) {
+static int k20_dy_t(const float* __restrict__ v_d2, float* __restrict__ s_dy_t) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 ob = 0; ob < 1024; ++ob) {
     i64 o = (ob / 64);
@@ -552,12 +506,12 @@ static int k28_dy_t(const float* __restrict__ v_d2, float* __restrict__ s_dy_t) 
 
 // %conv2.weight.grad = conv2d_backward_weight(%d2, %h1) {dilation=[1,1], groups=1, kernel=[5,5], padding=[0,0], stride=[1,1]}
 // C[16,150] = A · Bᵀ
-static void g29_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
+static void g21_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
   dnnc_sgemm_split_k(false, true, 16, 150, 6400, 0x1p+0f, a, 6400, b, 6400, c, 150);
 }
 
 // %d1 = maxpool2d_backward(%dh1, %1) {kernel=[2,2], padding=[0,0], stride=[]}
-static int k30_maxpool2d_backward(const float* __restrict__ v_dh1, const float* __restrict__ v_1, float* __restrict__ v_d1) {
+static int k22_maxpool2d_backward(const float* __restrict__ v_dh1, const float* __restrict__ v_1, float* __restrict__ v_d1) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 bc = 0; bc < 384; ++bc) {
     i64 xbase = (bc * 784);
@@ -588,7 +542,7 @@ static int k30_maxpool2d_backward(const float* __restrict__ v_dh1, const float* 
 }
 
 // %d0 = relu_backward(%d1, %1)
-static int k31_relu_backward(const float* __restrict__ v_d1, const float* __restrict__ v_1, float* __restrict__ v_d0) {
+static int k23_relu_backward(const float* __restrict__ v_d1, const float* __restrict__ v_1, float* __restrict__ v_d0) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 i = 0; i < 301056; ++i) {
     v_d0[i] = ((v_1[i] > 0x0p+0f) ? v_d1[i] : 0x0p+0f);
@@ -597,7 +551,7 @@ static int k31_relu_backward(const float* __restrict__ v_d1, const float* __rest
 }
 
 // %conv1.bias.grad = reduce_sum(%d0) {axes=[0,2,3], keepdim=false}
-static int k32_reduce_sum(const float* __restrict__ v_d0, float* __restrict__ v_conv1_bias_grad) {
+static int k24_reduce_sum(const float* __restrict__ v_d0, float* __restrict__ v_conv1_bias_grad) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 o = 0; o < 6; ++o) {
     float acc = 0x0p+0f;
@@ -613,7 +567,7 @@ static int k32_reduce_sum(const float* __restrict__ v_d0, float* __restrict__ v_
 
 // %conv1.weight.grad = conv2d_backward_weight(%d0, %image) {dilation=[1,1], groups=1, kernel=[5,5], padding=[2,2], stride=[1,1]}
 //   (im2col of image)
-static int k33_im2col(const float* __restrict__ in_image, float* __restrict__ s_col_2) {
+static int k25_im2col(const float* __restrict__ in_image, float* __restrict__ s_col_2) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 bc = 0; bc < 64; ++bc) {
     i64 xbase = (bc * 784);
@@ -639,7 +593,7 @@ static int k33_im2col(const float* __restrict__ in_image, float* __restrict__ s_
 
 // %conv1.weight.grad = conv2d_backward_weight(%d0, %image) {dilation=[1,1], groups=1, kernel=[5,5], padding=[2,2], stride=[1,1]}
 //   (dy as [O, B*P])
-static int k34_dy_t(const float* __restrict__ v_d0, float* __restrict__ s_dy_t_1) {
+static int k26_dy_t(const float* __restrict__ v_d0, float* __restrict__ s_dy_t_1) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 ob = 0; ob < 384; ++ob) {
     i64 o = (ob / 64);
@@ -653,19 +607,19 @@ static int k34_dy_t(const float* __restrict__ v_d0, float* __restrict__ s_dy_t_1
 
 // %conv1.weight.grad = conv2d_backward_weight(%d0, %image) {dilation=[1,1], groups=1, kernel=[5,5], padding=[2,2], stride=[1,1]}
 // C[6,25] = A · Bᵀ
-static void g35_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
+static void g27_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
   dnnc_sgemm_split_k(false, true, 6, 25, 50176, 0x1p+0f, a, 50176, b, 50176, c, 25);
 }
 
 // %step = add_scalar(@dnnc.step) {value=1.0}
-static int k36_add_scalar(float* __restrict__ p_dnnc_step) {
+static int k28_add_scalar(float* __restrict__ p_dnnc_step) {
   float s_0 = p_dnnc_step[0];
   p_dnnc_step[0] = (s_0 + 0x1p+0f);
   return 0;
 }
 
 // %conv1.weight.new, %7 = sgd_update(@conv1.weight, %conv1.weight.grad, @conv1.weight.momentum_buffer, %step) {dampening=0.0, lr=0.01, momentum=0.9, nesterov=false, weight_decay=0.0}
-static int k37_sgd_update(float* __restrict__ p_conv1_weight, const float* __restrict__ v_conv1_weight_grad, float* __restrict__ p_conv1_weight_momentum_buffer, const float* __restrict__ v_step) {
+static int k29_sgd_update(float* __restrict__ p_conv1_weight, const float* __restrict__ v_conv1_weight_grad, float* __restrict__ p_conv1_weight_momentum_buffer, const float* __restrict__ v_step) {
   float s_0 = v_step[0];
   if ((!(s_0 >= 0x1p+0f))) return 1;
   bool first = (s_0 == 0x1p+0f);
@@ -680,7 +634,7 @@ static int k37_sgd_update(float* __restrict__ p_conv1_weight, const float* __res
 }
 
 // %conv1.bias.new, %8 = sgd_update(@conv1.bias, %conv1.bias.grad, @conv1.bias.momentum_buffer, %step) {dampening=0.0, lr=0.01, momentum=0.9, nesterov=false, weight_decay=0.0}
-static int k38_sgd_update(float* __restrict__ p_conv1_bias, const float* __restrict__ v_conv1_bias_grad, float* __restrict__ p_conv1_bias_momentum_buffer, const float* __restrict__ v_step) {
+static int k30_sgd_update(float* __restrict__ p_conv1_bias, const float* __restrict__ v_conv1_bias_grad, float* __restrict__ p_conv1_bias_momentum_buffer, const float* __restrict__ v_step) {
   float s_0 = v_step[0];
   if ((!(s_0 >= 0x1p+0f))) return 1;
   bool first = (s_0 == 0x1p+0f);
@@ -695,7 +649,7 @@ static int k38_sgd_update(float* __restrict__ p_conv1_bias, const float* __restr
 }
 
 // %conv2.weight.new, %9 = sgd_update(@conv2.weight, %conv2.weight.grad, @conv2.weight.momentum_buffer, %step) {dampening=0.0, lr=0.01, momentum=0.9, nesterov=false, weight_decay=0.0}
-static int k39_sgd_update(float* __restrict__ p_conv2_weight, const float* __restrict__ v_conv2_weight_grad, float* __restrict__ p_conv2_weight_momentum_buffer, const float* __restrict__ v_step) {
+static int k31_sgd_update(float* __restrict__ p_conv2_weight, const float* __restrict__ v_conv2_weight_grad, float* __restrict__ p_conv2_weight_momentum_buffer, const float* __restrict__ v_step) {
   float s_0 = v_step[0];
   if ((!(s_0 >= 0x1p+0f))) return 1;
   bool first = (s_0 == 0x1p+0f);
@@ -710,7 +664,7 @@ static int k39_sgd_update(float* __restrict__ p_conv2_weight, const float* __res
 }
 
 // %conv2.bias.new, %10 = sgd_update(@conv2.bias, %conv2.bias.grad, @conv2.bias.momentum_buffer, %step) {dampening=0.0, lr=0.01, momentum=0.9, nesterov=false, weight_decay=0.0}
-static int k40_sgd_update(float* __restrict__ p_conv2_bias, const float* __restrict__ v_conv2_bias_grad, float* __restrict__ p_conv2_bias_momentum_buffer, const float* __restrict__ v_step) {
+static int k32_sgd_update(float* __restrict__ p_conv2_bias, const float* __restrict__ v_conv2_bias_grad, float* __restrict__ p_conv2_bias_momentum_buffer, const float* __restrict__ v_step) {
   float s_0 = v_step[0];
   if ((!(s_0 >= 0x1p+0f))) return 1;
   bool first = (s_0 == 0x1p+0f);
@@ -725,23 +679,35 @@ static int k40_sgd_update(float* __restrict__ p_conv2_bias, const float* __restr
 }
 
 // %fc1.weight.new, %11 = sgd_update(@fc1.weight, %fc1.weight.grad, @fc1.weight.momentum_buffer, %step) {dampening=0.0, lr=0.01, momentum=0.9, nesterov=false, weight_decay=0.0}
-static int k41_sgd_update(float* __restrict__ p_fc1_weight, const float* __restrict__ v_fc1_weight_grad, float* __restrict__ p_fc1_weight_momentum_buffer, const float* __restrict__ v_step) {
-  float s_0 = v_step[0];
-  if ((!(s_0 >= 0x1p+0f))) return 1;
-  bool first = (s_0 == 0x1p+0f);
-  #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
-  for (i64 i = 0; i < 48000; ++i) {
-    float buf = (first ? v_fc1_weight_grad[i] : ((p_fc1_weight_momentum_buffer[i] * 0x1.ccccccp-1f) + v_fc1_weight_grad[i]));
-    float t = (p_fc1_weight[i] + ((-0x1.47ae14p-7f) * buf));
-    p_fc1_weight[i] = t;
-    float t1 = buf;
-    p_fc1_weight_momentum_buffer[i] = t1;
-  }
+static int k33_sgd_step_check(const float* __restrict__ v_step) {
+  if ((!(v_step[0] >= 0x1p+0f))) return 1;
   return 0;
 }
 
+// epilogue of g34_gemm: elements [begin, end) of C
+static int g34_epilogue(i64 begin, i64 end, const float* __restrict__ v_11, float* __restrict__ v_fc1_weight_new) {
+  for (i64 i = begin; i < end; ++i) {
+    v_fc1_weight_new[i] = (v_fc1_weight_new[i] + ((-0x1.47ae14p-7f) * v_11[i]));
+  }
+  return 0;
+}
+// %fc1.weight.grad = matmul(%d5, %4) {transpose_a=true, transpose_b=false}
+// %fc1.weight.new, %11 = sgd_update(@fc1.weight, %fc1.weight.grad, @fc1.weight.momentum_buffer, %step) {dampening=0.0, lr=0.01, momentum=0.9, nesterov=false, weight_decay=0.0}
+// C[120,400] = α Aᵀ · B + β C (α, β = 1, 0 on the first step, else 1, 0.9), then g34_epilogue on each thread's rows
+static void g34_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c, float* __restrict__ e1, const float* __restrict__ step) {
+  const bool first = step[0] == 0x1p+0f;
+  const float alpha = first ? 0x1p+0f : 0x1p+0f, beta = first ? 0x0p+0f : 0x1.ccccccp-1f;
+  const int t = dnnc_threads;
+#pragma omp parallel for num_threads(t) schedule(static)
+  for (int i = 0; i < t; ++i) {
+    const i64 r0 = 120 * i / t, r1 = 120 * (i + 1) / t;
+    dnnc_sgemm(true, false, r1 - r0, 400, 64, alpha, a + r0, 120, b, 400, beta, c + r0 * 400, 400);
+    g34_epilogue(r0 * 400, r1 * 400, c, e1);
+  }
+}
+
 // %fc1.bias.new, %12 = sgd_update(@fc1.bias, %fc1.bias.grad, @fc1.bias.momentum_buffer, %step) {dampening=0.0, lr=0.01, momentum=0.9, nesterov=false, weight_decay=0.0}
-static int k42_sgd_update(float* __restrict__ p_fc1_bias, const float* __restrict__ v_fc1_bias_grad, float* __restrict__ p_fc1_bias_momentum_buffer, const float* __restrict__ v_step) {
+static int k35_sgd_update(float* __restrict__ p_fc1_bias, const float* __restrict__ v_fc1_bias_grad, float* __restrict__ p_fc1_bias_momentum_buffer, const float* __restrict__ v_step) {
   float s_0 = v_step[0];
   if ((!(s_0 >= 0x1p+0f))) return 1;
   bool first = (s_0 == 0x1p+0f);
@@ -755,23 +721,29 @@ static int k42_sgd_update(float* __restrict__ p_fc1_bias, const float* __restric
   return 0;
 }
 
-// %fc2.weight.new, %13 = sgd_update(@fc2.weight, %fc2.weight.grad, @fc2.weight.momentum_buffer, %step) {dampening=0.0, lr=0.01, momentum=0.9, nesterov=false, weight_decay=0.0}
-static int k43_sgd_update(float* __restrict__ p_fc2_weight, const float* __restrict__ v_fc2_weight_grad, float* __restrict__ p_fc2_weight_momentum_buffer, const float* __restrict__ v_step) {
-  float s_0 = v_step[0];
-  if ((!(s_0 >= 0x1p+0f))) return 1;
-  bool first = (s_0 == 0x1p+0f);
-  for (i64 i = 0; i < 10080; ++i) {
-    float buf = (first ? v_fc2_weight_grad[i] : ((p_fc2_weight_momentum_buffer[i] * 0x1.ccccccp-1f) + v_fc2_weight_grad[i]));
-    float t = (p_fc2_weight[i] + ((-0x1.47ae14p-7f) * buf));
-    p_fc2_weight[i] = t;
-    float t1 = buf;
-    p_fc2_weight_momentum_buffer[i] = t1;
+// epilogue of g36_gemm: elements [begin, end) of C
+static int g36_epilogue(i64 begin, i64 end, const float* __restrict__ v_13, float* __restrict__ v_fc2_weight_new) {
+  for (i64 i = begin; i < end; ++i) {
+    v_fc2_weight_new[i] = (v_fc2_weight_new[i] + ((-0x1.47ae14p-7f) * v_13[i]));
   }
   return 0;
 }
+// %fc2.weight.grad = matmul(%d6, %h3) {transpose_a=true, transpose_b=false}
+// %fc2.weight.new, %13 = sgd_update(@fc2.weight, %fc2.weight.grad, @fc2.weight.momentum_buffer, %step) {dampening=0.0, lr=0.01, momentum=0.9, nesterov=false, weight_decay=0.0}
+// C[84,120] = α Aᵀ · B + β C (α, β = 1, 0 on the first step, else 1, 0.9), then g36_epilogue on each thread's rows
+static void g36_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c, float* __restrict__ e1, const float* __restrict__ step) {
+  const bool first = step[0] == 0x1p+0f;
+  const float alpha = first ? 0x1p+0f : 0x1p+0f, beta = first ? 0x0p+0f : 0x1.ccccccp-1f;
+  const int t = 1;
+  for (int i = 0; i < t; ++i) {
+    const i64 r0 = 84 * i / t, r1 = 84 * (i + 1) / t;
+    dnnc_sgemm(true, false, r1 - r0, 120, 64, alpha, a + r0, 84, b, 120, beta, c + r0 * 120, 120);
+    g36_epilogue(r0 * 120, r1 * 120, c, e1);
+  }
+}
 
 // %fc2.bias.new, %14 = sgd_update(@fc2.bias, %fc2.bias.grad, @fc2.bias.momentum_buffer, %step) {dampening=0.0, lr=0.01, momentum=0.9, nesterov=false, weight_decay=0.0}
-static int k44_sgd_update(float* __restrict__ p_fc2_bias, const float* __restrict__ v_fc2_bias_grad, float* __restrict__ p_fc2_bias_momentum_buffer, const float* __restrict__ v_step) {
+static int k37_sgd_update(float* __restrict__ p_fc2_bias, const float* __restrict__ v_fc2_bias_grad, float* __restrict__ p_fc2_bias_momentum_buffer, const float* __restrict__ v_step) {
   float s_0 = v_step[0];
   if ((!(s_0 >= 0x1p+0f))) return 1;
   bool first = (s_0 == 0x1p+0f);
@@ -785,23 +757,29 @@ static int k44_sgd_update(float* __restrict__ p_fc2_bias, const float* __restric
   return 0;
 }
 
-// %fc3.weight.new, %15 = sgd_update(@fc3.weight, %fc3.weight.grad, @fc3.weight.momentum_buffer, %step) {dampening=0.0, lr=0.01, momentum=0.9, nesterov=false, weight_decay=0.0}
-static int k45_sgd_update(float* __restrict__ p_fc3_weight, const float* __restrict__ v_fc3_weight_grad, float* __restrict__ p_fc3_weight_momentum_buffer, const float* __restrict__ v_step) {
-  float s_0 = v_step[0];
-  if ((!(s_0 >= 0x1p+0f))) return 1;
-  bool first = (s_0 == 0x1p+0f);
-  for (i64 i = 0; i < 840; ++i) {
-    float buf = (first ? v_fc3_weight_grad[i] : ((p_fc3_weight_momentum_buffer[i] * 0x1.ccccccp-1f) + v_fc3_weight_grad[i]));
-    float t = (p_fc3_weight[i] + ((-0x1.47ae14p-7f) * buf));
-    p_fc3_weight[i] = t;
-    float t1 = buf;
-    p_fc3_weight_momentum_buffer[i] = t1;
+// epilogue of g38_gemm: elements [begin, end) of C
+static int g38_epilogue(i64 begin, i64 end, const float* __restrict__ v_15, float* __restrict__ v_fc3_weight_new) {
+  for (i64 i = begin; i < end; ++i) {
+    v_fc3_weight_new[i] = (v_fc3_weight_new[i] + ((-0x1.47ae14p-7f) * v_15[i]));
   }
   return 0;
 }
+// %fc3.weight.grad = matmul(%dlogits, %h4) {transpose_a=true, transpose_b=false}
+// %fc3.weight.new, %15 = sgd_update(@fc3.weight, %fc3.weight.grad, @fc3.weight.momentum_buffer, %step) {dampening=0.0, lr=0.01, momentum=0.9, nesterov=false, weight_decay=0.0}
+// C[10,84] = α Aᵀ · B + β C (α, β = 1, 0 on the first step, else 1, 0.9), then g38_epilogue on each thread's rows
+static void g38_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c, float* __restrict__ e1, const float* __restrict__ step) {
+  const bool first = step[0] == 0x1p+0f;
+  const float alpha = first ? 0x1p+0f : 0x1p+0f, beta = first ? 0x0p+0f : 0x1.ccccccp-1f;
+  const int t = 1;
+  for (int i = 0; i < t; ++i) {
+    const i64 r0 = 10 * i / t, r1 = 10 * (i + 1) / t;
+    dnnc_sgemm(true, false, r1 - r0, 84, 64, alpha, a + r0, 10, b, 84, beta, c + r0 * 84, 84);
+    g38_epilogue(r0 * 84, r1 * 84, c, e1);
+  }
+}
 
 // %fc3.bias.new, %16 = sgd_update(@fc3.bias, %fc3.bias.grad, @fc3.bias.momentum_buffer, %step) {dampening=0.0, lr=0.01, momentum=0.9, nesterov=false, weight_decay=0.0}
-static int k46_sgd_update(float* __restrict__ p_fc3_bias, const float* __restrict__ v_fc3_bias_grad, float* __restrict__ p_fc3_bias_momentum_buffer, const float* __restrict__ v_step) {
+static int k39_sgd_update(float* __restrict__ p_fc3_bias, const float* __restrict__ v_fc3_bias_grad, float* __restrict__ p_fc3_bias_momentum_buffer, const float* __restrict__ v_step) {
   float s_0 = v_step[0];
   if ((!(s_0 >= 0x1p+0f))) return 1;
   bool first = (s_0 == 0x1p+0f);
@@ -856,27 +834,24 @@ extern "C" int dnnc_run(void** buffers) {
   float* v_fc3_bias_grad = (float*)buffers[37];  // intermediate f32[10] fc3.bias.grad
   float* v_d6 = (float*)buffers[38];  // intermediate f32[64,84] d6
   float* v_fc2_bias_grad = (float*)buffers[39];  // intermediate f32[84] fc2.bias.grad
-  float* v_fc3_weight_grad = (float*)buffers[40];  // intermediate f32[10,84] fc3.weight.grad
-  float* v_d5 = (float*)buffers[41];  // intermediate f32[64,120] d5
-  float* v_fc1_bias_grad = (float*)buffers[42];  // intermediate f32[120] fc1.bias.grad
-  float* v_fc2_weight_grad = (float*)buffers[43];  // intermediate f32[84,120] fc2.weight.grad
-  float* v_d4 = (float*)buffers[44];  // intermediate f32[64,400] d4
-  float* v_fc1_weight_grad = (float*)buffers[45];  // intermediate f32[120,400] fc1.weight.grad
+  float* v_d5 = (float*)buffers[40];  // intermediate f32[64,120] d5
+  float* v_fc1_bias_grad = (float*)buffers[41];  // intermediate f32[120] fc1.bias.grad
+  float* v_d4 = (float*)buffers[42];  // intermediate f32[64,400] d4
   float* v_dh2 = v_d4;  // alias f32[64,16,5,5] dh2
-  float* v_d3 = (float*)buffers[47];  // intermediate f32[64,16,10,10] d3
-  float* v_d2 = (float*)buffers[48];  // intermediate f32[64,16,10,10] d2
-  float* v_conv2_bias_grad = (float*)buffers[49];  // intermediate f32[16] conv2.bias.grad
-  float* s_dcol = (float*)buffers[50];  // scratch f32[960000]
-  float* v_dh1 = (float*)buffers[51];  // intermediate f32[64,6,14,14] dh1
-  float* s_col_1 = (float*)buffers[52];  // scratch f32[960000]
-  float* s_dy_t = (float*)buffers[53];  // scratch f32[102400]
-  float* v_conv2_weight_grad = (float*)buffers[54];  // intermediate f32[16,6,5,5] conv2.weight.grad
-  float* v_d1 = (float*)buffers[55];  // intermediate f32[64,6,28,28] d1
-  float* v_d0 = (float*)buffers[56];  // intermediate f32[64,6,28,28] d0
-  float* v_conv1_bias_grad = (float*)buffers[57];  // intermediate f32[6] conv1.bias.grad
-  float* s_col_2 = (float*)buffers[58];  // scratch f32[1254400]
-  float* s_dy_t_1 = (float*)buffers[59];  // scratch f32[301056]
-  float* v_conv1_weight_grad = (float*)buffers[60];  // intermediate f32[6,1,5,5] conv1.weight.grad
+  float* v_d3 = (float*)buffers[44];  // intermediate f32[64,16,10,10] d3
+  float* v_d2 = (float*)buffers[45];  // intermediate f32[64,16,10,10] d2
+  float* v_conv2_bias_grad = (float*)buffers[46];  // intermediate f32[16] conv2.bias.grad
+  float* s_dcol = (float*)buffers[47];  // scratch f32[960000]
+  float* v_dh1 = (float*)buffers[48];  // intermediate f32[64,6,14,14] dh1
+  float* s_col_1 = (float*)buffers[49];  // scratch f32[960000]
+  float* s_dy_t = (float*)buffers[50];  // scratch f32[102400]
+  float* v_conv2_weight_grad = (float*)buffers[51];  // intermediate f32[16,6,5,5] conv2.weight.grad
+  float* v_d1 = (float*)buffers[52];  // intermediate f32[64,6,28,28] d1
+  float* v_d0 = (float*)buffers[53];  // intermediate f32[64,6,28,28] d0
+  float* v_conv1_bias_grad = (float*)buffers[54];  // intermediate f32[6] conv1.bias.grad
+  float* s_col_2 = (float*)buffers[55];  // scratch f32[1254400]
+  float* s_dy_t_1 = (float*)buffers[56];  // scratch f32[301056]
+  float* v_conv1_weight_grad = (float*)buffers[57];  // intermediate f32[6,1,5,5] conv1.weight.grad
   float* v_step = p_dnnc_step;  // alias f32[] step
   float* v_conv1_weight_new = p_conv1_weight;  // alias f32[6,1,5,5] conv1.weight.new
   float* v_7 = p_conv1_weight_momentum_buffer;  // alias f32[6,1,5,5] 7
@@ -886,64 +861,98 @@ extern "C" int dnnc_run(void** buffers) {
   float* v_9 = p_conv2_weight_momentum_buffer;  // alias f32[16,6,5,5] 9
   float* v_conv2_bias_new = p_conv2_bias;  // alias f32[16] conv2.bias.new
   float* v_10 = p_conv2_bias_momentum_buffer;  // alias f32[16] 10
-  float* v_fc1_weight_new = p_fc1_weight;  // alias f32[120,400] fc1.weight.new
   float* v_11 = p_fc1_weight_momentum_buffer;  // alias f32[120,400] 11
+  float* v_fc1_weight_new = p_fc1_weight;  // alias f32[120,400] fc1.weight.new
   float* v_fc1_bias_new = p_fc1_bias;  // alias f32[120] fc1.bias.new
   float* v_12 = p_fc1_bias_momentum_buffer;  // alias f32[120] 12
-  float* v_fc2_weight_new = p_fc2_weight;  // alias f32[84,120] fc2.weight.new
   float* v_13 = p_fc2_weight_momentum_buffer;  // alias f32[84,120] 13
+  float* v_fc2_weight_new = p_fc2_weight;  // alias f32[84,120] fc2.weight.new
   float* v_fc2_bias_new = p_fc2_bias;  // alias f32[84] fc2.bias.new
   float* v_14 = p_fc2_bias_momentum_buffer;  // alias f32[84] 14
-  float* v_fc3_weight_new = p_fc3_weight;  // alias f32[10,84] fc3.weight.new
   float* v_15 = p_fc3_weight_momentum_buffer;  // alias f32[10,84] 15
+  float* v_fc3_weight_new = p_fc3_weight;  // alias f32[10,84] fc3.weight.new
   float* v_fc3_bias_new = p_fc3_bias;  // alias f32[10] fc3.bias.new
   float* v_16 = p_fc3_bias_momentum_buffer;  // alias f32[10] 16
+  DNNC_TICK(-1);
   k0_conv2d(in_image, p_conv1_weight, p_conv1_bias, v_0);
+  DNNC_TICK(0);
   k1_relu(v_0, v_1);
+  DNNC_TICK(1);
   k2_maxpool2d(v_1, v_h1);
+  DNNC_TICK(2);
   k3_im2col(v_h1, s_col);
+  DNNC_TICK(3);
   g4_gemm(p_conv2_weight, s_col, p_conv2_bias, v_2);
+  DNNC_TICK(4);
   k5_relu(v_2, v_3);
+  DNNC_TICK(5);
   k6_maxpool2d(v_3, v_h2);
+  DNNC_TICK(6);
   g7_gemm(v_4, p_fc1_weight, p_fc1_bias, v_h3);
+  DNNC_TICK(7);
   g8_gemm(v_h3, p_fc2_weight, p_fc2_bias, v_h4);
+  DNNC_TICK(8);
   g9_gemm(v_h4, p_fc3_weight, p_fc3_bias, v_logits);
-  if (int e = k10_cross_entropy(v_logits, in_label, v_loss)) return 0 + e;
-  k11_fill(v_dloss);
-  if (int e = k12_cross_entropy_backward(v_dloss, v_logits, in_label, v_dlogits)) return 1 + e;
-  k13_reduce_sum(v_dlogits, v_fc3_bias_grad);
-  g14_gemm(v_dlogits, p_fc3_weight, v_d6, v_h4);
-  k15_reduce_sum(v_d6, v_fc2_bias_grad);
-  g16_gemm(v_dlogits, v_h4, v_fc3_weight_grad);
-  g17_gemm(v_d6, p_fc2_weight, v_d5, v_h3);
-  k18_reduce_sum(v_d5, v_fc1_bias_grad);
-  g19_gemm(v_d6, v_h3, v_fc2_weight_grad);
-  g20_gemm(v_d5, p_fc1_weight, v_d4);
-  g21_gemm(v_d5, v_4, v_fc1_weight_grad);
-  k22_maxpool2d_backward(v_dh2, v_3, v_d3);
-  k23_relu_backward(v_d3, v_3, v_d2);
-  k24_reduce_sum(v_d2, v_conv2_bias_grad);
-  g25_gemm(p_conv2_weight, v_d2, s_dcol);
-  k26_col2im(s_dcol, v_dh1);
-  k27_im2col(v_h1, s_col_1);
-  k28_dy_t(v_d2, s_dy_t);
-  g29_gemm(s_dy_t, s_col_1, v_conv2_weight_grad);
-  k30_maxpool2d_backward(v_dh1, v_1, v_d1);
-  k31_relu_backward(v_d1, v_1, v_d0);
-  k32_reduce_sum(v_d0, v_conv1_bias_grad);
-  k33_im2col(in_image, s_col_2);
-  k34_dy_t(v_d0, s_dy_t_1);
-  g35_gemm(s_dy_t_1, s_col_2, v_conv1_weight_grad);
-  k36_add_scalar(p_dnnc_step);
-  if (int e = k37_sgd_update(p_conv1_weight, v_conv1_weight_grad, p_conv1_weight_momentum_buffer, v_step)) return 2 + e;
-  if (int e = k38_sgd_update(p_conv1_bias, v_conv1_bias_grad, p_conv1_bias_momentum_buffer, v_step)) return 3 + e;
-  if (int e = k39_sgd_update(p_conv2_weight, v_conv2_weight_grad, p_conv2_weight_momentum_buffer, v_step)) return 4 + e;
-  if (int e = k40_sgd_update(p_conv2_bias, v_conv2_bias_grad, p_conv2_bias_momentum_buffer, v_step)) return 5 + e;
-  if (int e = k41_sgd_update(p_fc1_weight, v_fc1_weight_grad, p_fc1_weight_momentum_buffer, v_step)) return 6 + e;
-  if (int e = k42_sgd_update(p_fc1_bias, v_fc1_bias_grad, p_fc1_bias_momentum_buffer, v_step)) return 7 + e;
-  if (int e = k43_sgd_update(p_fc2_weight, v_fc2_weight_grad, p_fc2_weight_momentum_buffer, v_step)) return 8 + e;
-  if (int e = k44_sgd_update(p_fc2_bias, v_fc2_bias_grad, p_fc2_bias_momentum_buffer, v_step)) return 9 + e;
-  if (int e = k45_sgd_update(p_fc3_weight, v_fc3_weight_grad, p_fc3_weight_momentum_buffer, v_step)) return 10 + e;
-  if (int e = k46_sgd_update(p_fc3_bias, v_fc3_bias_grad, p_fc3_bias_momentum_buffer, v_step)) return 11 + e;
+  DNNC_TICK(9);
+  if (int e = k10_softmax_xent(v_logits, in_label, v_loss, v_dloss, v_dlogits, v_fc3_bias_grad)) return 0 + e;
+  DNNC_TICK(10);
+  g11_gemm(v_dlogits, p_fc3_weight, v_d6, v_h4, v_fc2_bias_grad);
+  DNNC_TICK(11);
+  g12_gemm(v_d6, p_fc2_weight, v_d5, v_h3, v_fc1_bias_grad);
+  DNNC_TICK(12);
+  g13_gemm(v_d5, p_fc1_weight, v_d4);
+  DNNC_TICK(13);
+  k14_maxpool2d_backward(v_dh2, v_3, v_d3);
+  DNNC_TICK(14);
+  k15_relu_backward(v_d3, v_3, v_d2);
+  DNNC_TICK(15);
+  k16_reduce_sum(v_d2, v_conv2_bias_grad);
+  DNNC_TICK(16);
+  g17_gemm(p_conv2_weight, v_d2, s_dcol);
+  DNNC_TICK(17);
+  k18_col2im(s_dcol, v_dh1);
+  DNNC_TICK(18);
+  k19_im2col(v_h1, s_col_1);
+  DNNC_TICK(19);
+  k20_dy_t(v_d2, s_dy_t);
+  DNNC_TICK(20);
+  g21_gemm(s_dy_t, s_col_1, v_conv2_weight_grad);
+  DNNC_TICK(21);
+  k22_maxpool2d_backward(v_dh1, v_1, v_d1);
+  DNNC_TICK(22);
+  k23_relu_backward(v_d1, v_1, v_d0);
+  DNNC_TICK(23);
+  k24_reduce_sum(v_d0, v_conv1_bias_grad);
+  DNNC_TICK(24);
+  k25_im2col(in_image, s_col_2);
+  DNNC_TICK(25);
+  k26_dy_t(v_d0, s_dy_t_1);
+  DNNC_TICK(26);
+  g27_gemm(s_dy_t_1, s_col_2, v_conv1_weight_grad);
+  DNNC_TICK(27);
+  k28_add_scalar(p_dnnc_step);
+  DNNC_TICK(28);
+  if (int e = k29_sgd_update(p_conv1_weight, v_conv1_weight_grad, p_conv1_weight_momentum_buffer, v_step)) return 1 + e;
+  DNNC_TICK(29);
+  if (int e = k30_sgd_update(p_conv1_bias, v_conv1_bias_grad, p_conv1_bias_momentum_buffer, v_step)) return 2 + e;
+  DNNC_TICK(30);
+  if (int e = k31_sgd_update(p_conv2_weight, v_conv2_weight_grad, p_conv2_weight_momentum_buffer, v_step)) return 3 + e;
+  DNNC_TICK(31);
+  if (int e = k32_sgd_update(p_conv2_bias, v_conv2_bias_grad, p_conv2_bias_momentum_buffer, v_step)) return 4 + e;
+  DNNC_TICK(32);
+  if (int e = k33_sgd_step_check(v_step)) return 5 + e;
+  DNNC_TICK(33);
+  g34_gemm(v_d5, v_4, v_11, v_fc1_weight_new, v_step);
+  DNNC_TICK(34);
+  if (int e = k35_sgd_update(p_fc1_bias, v_fc1_bias_grad, p_fc1_bias_momentum_buffer, v_step)) return 6 + e;
+  DNNC_TICK(35);
+  g36_gemm(v_d6, v_h3, v_13, v_fc2_weight_new, v_step);
+  DNNC_TICK(36);
+  if (int e = k37_sgd_update(p_fc2_bias, v_fc2_bias_grad, p_fc2_bias_momentum_buffer, v_step)) return 7 + e;
+  DNNC_TICK(37);
+  g38_gemm(v_dlogits, v_h4, v_15, v_fc3_weight_new, v_step);
+  DNNC_TICK(38);
+  if (int e = k39_sgd_update(p_fc3_bias, v_fc3_bias_grad, p_fc3_bias_momentum_buffer, v_step)) return 8 + e;
+  DNNC_TICK(39);
   return 0;
 }

@@ -20,6 +20,12 @@ extern "C" void dnnc_set_threads(int n) {
   openblas_set_num_threads(1);
 }
 
+// Per-step profiling: with a hook set, dnnc_run calls it with -1 on entry and with i after
+// step i. Null (the default) costs one predicted branch per step.
+static void (*dnnc_tick)(int) = 0;
+extern "C" void dnnc_set_profiler(void (*fn)(int)) { dnnc_tick = fn; }
+#define DNNC_TICK(i) if (__builtin_expect(dnnc_tick != 0, 0)) dnnc_tick(i)
+
 // C[m,n] = alpha op(A) op(B) + beta C (row-major); rows or columns of one go to sgemv.
 static void dnnc_sgemm(bool ta, bool tb, i64 m, i64 n, i64 k, float alpha, const float* a, i64 lda, const float* b,
                        i64 ldb, float beta, float* c, i64 ldc) {
@@ -139,70 +145,44 @@ static void g2_gemm(const float* __restrict__ a, const float* __restrict__ b, co
 }
 
 // %loss = cross_entropy(%logits, %label)
-static int k3_cross_entropy(const float* __restrict__ v_logits, const i64* __restrict__ in_label, float* __restrict__ v_loss) {
+// %dloss = fill() {shape=[], value=1.0}
+// %dlogits = cross_entropy_backward(%dloss, %logits, %label)
+// %fc3.bias.grad = reduce_sum(%dlogits) {axes=[0], keepdim=false}
+static int k3_softmax_xent(const float* __restrict__ v_logits, const i64* __restrict__ in_label, float* __restrict__ v_loss, float* __restrict__ v_dloss, float* __restrict__ v_dlogits, float* __restrict__ v_fc3_bias_grad) {
   for (i64 b = 0; b < 128; ++b) {
     if (((in_label[b] < 0) || (in_label[b] >= 10))) return 1;
+  }
+  v_dloss[0] = 0x1p+0f;
+  float scale = (0x1p+0f / 0x1p+7f);
+  for (i64 c = 0; c < 10; ++c) {
+    v_fc3_bias_grad[c] = 0x0p+0f;
   }
   float total = 0x0p+0f;
   for (i64 b1 = 0; b1 < 128; ++b1) {
     float mx = (-__builtin_inff());
-    for (i64 c = 0; c < 10; ++c) {
-      mx = (mx < v_logits[((b1 * 10) + c)] ? v_logits[((b1 * 10) + c)] : mx);
+    for (i64 c1 = 0; c1 < 10; ++c1) {
+      mx = (mx < v_logits[((b1 * 10) + c1)] ? v_logits[((b1 * 10) + c1)] : mx);
     }
     float sum = 0x0p+0f;
-    for (i64 c1 = 0; c1 < 10; ++c1) {
-      sum = (sum + __builtin_expf((v_logits[((b1 * 10) + c1)] - mx)));
+    for (i64 c2 = 0; c2 < 10; ++c2) {
+      float e = __builtin_expf((v_logits[((b1 * 10) + c2)] - mx));
+      v_dlogits[((b1 * 10) + c2)] = e;
+      sum = (sum + e);
     }
-    total = (total + ((__builtin_logf(sum) + mx) - v_logits[((b1 * 10) + in_label[b1])]));
+    i64 t = in_label[b1];
+    total = (total + ((__builtin_logf(sum) + mx) - v_logits[((b1 * 10) + t)]));
+    for (i64 c3 = 0; c3 < 10; ++c3) {
+      float g = (scale * ((v_dlogits[((b1 * 10) + c3)] / sum) - ((c3 == t) ? 0x1p+0f : 0x0p+0f)));
+      v_dlogits[((b1 * 10) + c3)] = g;
+      v_fc3_bias_grad[c3] += g;
+    }
   }
   v_loss[0] = (total / 0x1p+7f);
   return 0;
 }
 
-// %dloss = fill() {shape=[], value=1.0}
-static int k4_fill(float* __restrict__ v_dloss) {
-  v_dloss[0] = 0x1p+0f;
-  return 0;
-}
-
-// %dlogits = cross_entropy_backward(%dloss, %logits, %label)
-static int k5_cross_entropy_backward(const float* __restrict__ v_dloss, const float* __restrict__ v_logits, const i64* __restrict__ in_label, float* __restrict__ v_dlogits) {
-  for (i64 b = 0; b < 128; ++b) {
-    if (((in_label[b] < 0) || (in_label[b] >= 10))) return 1;
-  }
-  float scale = (v_dloss[0] / 0x1p+7f);
-  for (i64 b1 = 0; b1 < 128; ++b1) {
-    float mx = (-__builtin_inff());
-    for (i64 c = 0; c < 10; ++c) {
-      mx = (mx < v_logits[((b1 * 10) + c)] ? v_logits[((b1 * 10) + c)] : mx);
-    }
-    float sum = 0x0p+0f;
-    for (i64 c1 = 0; c1 < 10; ++c1) {
-      sum = (sum + __builtin_expf((v_logits[((b1 * 10) + c1)] - mx)));
-    }
-    i64 t = in_label[b1];
-    for (i64 c2 = 0; c2 < 10; ++c2) {
-      v_dlogits[((b1 * 10) + c2)] = (scale * ((__builtin_expf((v_logits[((b1 * 10) + c2)] - mx)) / sum) - ((c2 == t) ? 0x1p+0f : 0x0p+0f)));
-    }
-  }
-  return 0;
-}
-
-// %fc3.bias.grad = reduce_sum(%dlogits) {axes=[0], keepdim=false}
-static int k6_reduce_sum(const float* __restrict__ v_dlogits, float* __restrict__ v_fc3_bias_grad) {
-  for (i64 o = 0; o < 10; ++o) {
-    v_fc3_bias_grad[o] = 0x0p+0f;
-  }
-  for (i64 r = 0; r < 128; ++r) {
-    for (i64 k = 0; k < 10; ++k) {
-      v_fc3_bias_grad[k] += v_dlogits[((r * 10) + k)];
-    }
-  }
-  return 0;
-}
-
-// epilogue of g7_gemm: elements [begin, end) of C
-static int g7_epilogue(i64 begin, i64 end, const float* __restrict__ v_h2, float* __restrict__ v_d2) {
+// epilogue of g4_gemm: elements [begin, end) of C
+static int g4_epilogue(i64 begin, i64 end, const float* __restrict__ v_h2, float* __restrict__ v_d2) {
   for (i64 i = begin; i < end; ++i) {
     float c = v_d2[i];
     v_d2[i] = ((v_h2[i] > 0x0p+0f) ? c : 0x0p+0f);
@@ -211,37 +191,27 @@ static int g7_epilogue(i64 begin, i64 end, const float* __restrict__ v_h2, float
 }
 // %dh2 = matmul(%dlogits, @fc3.weight) {transpose_a=false, transpose_b=false}
 // %d2 = relu_backward(%dh2, %h2)
-// C[128,256] = A · B, then g7_epilogue on each thread's rows
-static void g7_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c, const float* __restrict__ e0) {
+// %fc2.bias.grad = reduce_sum(%d2) {axes=[0], keepdim=false}
+// C[128,256] = A · B, then g4_epilogue on each thread's rows, then the column sums of C
+static void g4_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c, const float* __restrict__ e0, float* __restrict__ col_sums) {
   const int t = 1;
+  float* part = t > 1 ? (float*)__builtin_malloc(sizeof(float) * (t - 1) * 256) : 0;
   for (int i = 0; i < t; ++i) {
     const i64 r0 = 128 * i / t, r1 = 128 * (i + 1) / t;
     dnnc_sgemm(false, false, r1 - r0, 256, 10, 0x1p+0f, a + r0 * 10, 10, b, 256, 0x0p+0f, c + r0 * 256, 256);
-    g7_epilogue(r0 * 256, r1 * 256, e0, c);
+    g4_epilogue(r0 * 256, r1 * 256, e0, c);
+    float* sum = i == 0 ? col_sums : part + (i - 1) * 256;
+    for (i64 j = 0; j < 256; ++j) sum[j] = 0x0p+0f;
+    for (i64 r = r0; r < r1; ++r)
+      for (i64 j = 0; j < 256; ++j) sum[j] += c[r * 256 + j];
   }
+  for (int i = 1; i < t; ++i)
+    for (i64 j = 0; j < 256; ++j) col_sums[j] += part[(i - 1) * 256 + j];
+  __builtin_free(part);
 }
 
-// %fc2.bias.grad = reduce_sum(%d2) {axes=[0], keepdim=false}
-static int k8_reduce_sum(const float* __restrict__ v_d2, float* __restrict__ v_fc2_bias_grad) {
-  for (i64 o = 0; o < 256; ++o) {
-    v_fc2_bias_grad[o] = 0x0p+0f;
-  }
-  for (i64 r = 0; r < 128; ++r) {
-    for (i64 k = 0; k < 256; ++k) {
-      v_fc2_bias_grad[k] += v_d2[((r * 256) + k)];
-    }
-  }
-  return 0;
-}
-
-// %fc3.weight.grad = matmul(%dlogits, %h2) {transpose_a=true, transpose_b=false}
-// C[10,256] = Aᵀ · B
-static void g9_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
-  dnnc_sgemm(true, false, 10, 256, 128, 0x1p+0f, a, 10, b, 256, 0x0p+0f, c, 256);
-}
-
-// epilogue of g10_gemm: elements [begin, end) of C
-static int g10_epilogue(i64 begin, i64 end, const float* __restrict__ v_h1, float* __restrict__ v_d1) {
+// epilogue of g5_gemm: elements [begin, end) of C
+static int g5_epilogue(i64 begin, i64 end, const float* __restrict__ v_h1, float* __restrict__ v_d1) {
   for (i64 i = begin; i < end; ++i) {
     float c = v_d1[i];
     v_d1[i] = ((v_h1[i] > 0x0p+0f) ? c : 0x0p+0f);
@@ -250,67 +220,63 @@ static int g10_epilogue(i64 begin, i64 end, const float* __restrict__ v_h1, floa
 }
 // %dh1 = matmul(%d2, @fc2.weight) {transpose_a=false, transpose_b=false}
 // %d1 = relu_backward(%dh1, %h1)
-// C[128,512] = A · B, then g10_epilogue on each thread's rows
-static void g10_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c, const float* __restrict__ e0) {
+// %fc1.bias.grad = reduce_sum(%d1) {axes=[0], keepdim=false}
+// C[128,512] = A · B, then g5_epilogue on each thread's rows, then the column sums of C
+static void g5_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c, const float* __restrict__ e0, float* __restrict__ col_sums) {
   const int t = dnnc_threads;
+  float* part = t > 1 ? (float*)__builtin_malloc(sizeof(float) * (t - 1) * 512) : 0;
 #pragma omp parallel for num_threads(t) schedule(static)
   for (int i = 0; i < t; ++i) {
     const i64 r0 = 128 * i / t, r1 = 128 * (i + 1) / t;
     dnnc_sgemm(false, false, r1 - r0, 512, 256, 0x1p+0f, a + r0 * 256, 256, b, 512, 0x0p+0f, c + r0 * 512, 512);
-    g10_epilogue(r0 * 512, r1 * 512, e0, c);
+    g5_epilogue(r0 * 512, r1 * 512, e0, c);
+    float* sum = i == 0 ? col_sums : part + (i - 1) * 512;
+    for (i64 j = 0; j < 512; ++j) sum[j] = 0x0p+0f;
+    for (i64 r = r0; r < r1; ++r)
+      for (i64 j = 0; j < 512; ++j) sum[j] += c[r * 512 + j];
   }
-}
-
-// %fc1.bias.grad = reduce_sum(%d1) {axes=[0], keepdim=false}
-static int k11_reduce_sum(const float* __restrict__ v_d1, float* __restrict__ v_fc1_bias_grad) {
-  for (i64 o = 0; o < 512; ++o) {
-    v_fc1_bias_grad[o] = 0x0p+0f;
-  }
-  for (i64 r = 0; r < 128; ++r) {
-    for (i64 k = 0; k < 512; ++k) {
-      v_fc1_bias_grad[k] += v_d1[((r * 512) + k)];
-    }
-  }
-  return 0;
-}
-
-// %fc2.weight.grad = matmul(%d2, %h1) {transpose_a=true, transpose_b=false}
-// C[256,512] = Aᵀ · B
-static void g12_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
-  dnnc_sgemm_split(true, false, 256, 512, 128, 0x1p+0f, a, 256, b, 512, 0x0p+0f, c, 512);
-}
-
-// %fc1.weight.grad = matmul(%d1, %0) {transpose_a=true, transpose_b=false}
-// C[512,784] = Aᵀ · B
-static void g13_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
-  dnnc_sgemm_split(true, false, 512, 784, 128, 0x1p+0f, a, 512, b, 784, 0x0p+0f, c, 784);
+  for (int i = 1; i < t; ++i)
+    for (i64 j = 0; j < 512; ++j) col_sums[j] += part[(i - 1) * 512 + j];
+  __builtin_free(part);
 }
 
 // %step = add_scalar(@dnnc.step) {value=1.0}
-static int k14_add_scalar(float* __restrict__ p_dnnc_step) {
+static int k6_add_scalar(float* __restrict__ p_dnnc_step) {
   float s_0 = p_dnnc_step[0];
   p_dnnc_step[0] = (s_0 + 0x1p+0f);
   return 0;
 }
 
 // %fc1.weight.new, %3 = sgd_update(@fc1.weight, %fc1.weight.grad, @fc1.weight.momentum_buffer, %step) {dampening=0.0, lr=0.001, momentum=0.9, nesterov=false, weight_decay=0.0}
-static int k15_sgd_update(float* __restrict__ p_fc1_weight, const float* __restrict__ v_fc1_weight_grad, float* __restrict__ p_fc1_weight_momentum_buffer, const float* __restrict__ v_step) {
-  float s_0 = v_step[0];
-  if ((!(s_0 >= 0x1p+0f))) return 1;
-  bool first = (s_0 == 0x1p+0f);
-  #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
-  for (i64 i = 0; i < 401408; ++i) {
-    float buf = (first ? v_fc1_weight_grad[i] : ((p_fc1_weight_momentum_buffer[i] * 0x1.ccccccp-1f) + v_fc1_weight_grad[i]));
-    float t = (p_fc1_weight[i] + ((-0x1.0624dep-10f) * buf));
-    p_fc1_weight[i] = t;
-    float t1 = buf;
-    p_fc1_weight_momentum_buffer[i] = t1;
-  }
+static int k7_sgd_step_check(const float* __restrict__ v_step) {
+  if ((!(v_step[0] >= 0x1p+0f))) return 1;
   return 0;
 }
 
+// epilogue of g8_gemm: elements [begin, end) of C
+static int g8_epilogue(i64 begin, i64 end, const float* __restrict__ v_3, float* __restrict__ v_fc1_weight_new) {
+  for (i64 i = begin; i < end; ++i) {
+    v_fc1_weight_new[i] = (v_fc1_weight_new[i] + ((-0x1.0624dep-10f) * v_3[i]));
+  }
+  return 0;
+}
+// %fc1.weight.grad = matmul(%d1, %0) {transpose_a=true, transpose_b=false}
+// %fc1.weight.new, %3 = sgd_update(@fc1.weight, %fc1.weight.grad, @fc1.weight.momentum_buffer, %step) {dampening=0.0, lr=0.001, momentum=0.9, nesterov=false, weight_decay=0.0}
+// C[512,784] = α Aᵀ · B + β C (α, β = 1, 0 on the first step, else 1, 0.9), then g8_epilogue on each thread's rows
+static void g8_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c, float* __restrict__ e1, const float* __restrict__ step) {
+  const bool first = step[0] == 0x1p+0f;
+  const float alpha = first ? 0x1p+0f : 0x1p+0f, beta = first ? 0x0p+0f : 0x1.ccccccp-1f;
+  const int t = dnnc_threads;
+#pragma omp parallel for num_threads(t) schedule(static)
+  for (int i = 0; i < t; ++i) {
+    const i64 r0 = 512 * i / t, r1 = 512 * (i + 1) / t;
+    dnnc_sgemm(true, false, r1 - r0, 784, 128, alpha, a + r0, 512, b, 784, beta, c + r0 * 784, 784);
+    g8_epilogue(r0 * 784, r1 * 784, c, e1);
+  }
+}
+
 // %fc1.bias.new, %4 = sgd_update(@fc1.bias, %fc1.bias.grad, @fc1.bias.momentum_buffer, %step) {dampening=0.0, lr=0.001, momentum=0.9, nesterov=false, weight_decay=0.0}
-static int k16_sgd_update(float* __restrict__ p_fc1_bias, const float* __restrict__ v_fc1_bias_grad, float* __restrict__ p_fc1_bias_momentum_buffer, const float* __restrict__ v_step) {
+static int k9_sgd_update(float* __restrict__ p_fc1_bias, const float* __restrict__ v_fc1_bias_grad, float* __restrict__ p_fc1_bias_momentum_buffer, const float* __restrict__ v_step) {
   float s_0 = v_step[0];
   if ((!(s_0 >= 0x1p+0f))) return 1;
   bool first = (s_0 == 0x1p+0f);
@@ -324,24 +290,30 @@ static int k16_sgd_update(float* __restrict__ p_fc1_bias, const float* __restric
   return 0;
 }
 
-// %fc2.weight.new, %5 = sgd_update(@fc2.weight, %fc2.weight.grad, @fc2.weight.momentum_buffer, %step) {dampening=0.0, lr=0.001, momentum=0.9, nesterov=false, weight_decay=0.0}
-static int k17_sgd_update(float* __restrict__ p_fc2_weight, const float* __restrict__ v_fc2_weight_grad, float* __restrict__ p_fc2_weight_momentum_buffer, const float* __restrict__ v_step) {
-  float s_0 = v_step[0];
-  if ((!(s_0 >= 0x1p+0f))) return 1;
-  bool first = (s_0 == 0x1p+0f);
-  #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
-  for (i64 i = 0; i < 131072; ++i) {
-    float buf = (first ? v_fc2_weight_grad[i] : ((p_fc2_weight_momentum_buffer[i] * 0x1.ccccccp-1f) + v_fc2_weight_grad[i]));
-    float t = (p_fc2_weight[i] + ((-0x1.0624dep-10f) * buf));
-    p_fc2_weight[i] = t;
-    float t1 = buf;
-    p_fc2_weight_momentum_buffer[i] = t1;
+// epilogue of g10_gemm: elements [begin, end) of C
+static int g10_epilogue(i64 begin, i64 end, const float* __restrict__ v_5, float* __restrict__ v_fc2_weight_new) {
+  for (i64 i = begin; i < end; ++i) {
+    v_fc2_weight_new[i] = (v_fc2_weight_new[i] + ((-0x1.0624dep-10f) * v_5[i]));
   }
   return 0;
 }
+// %fc2.weight.grad = matmul(%d2, %h1) {transpose_a=true, transpose_b=false}
+// %fc2.weight.new, %5 = sgd_update(@fc2.weight, %fc2.weight.grad, @fc2.weight.momentum_buffer, %step) {dampening=0.0, lr=0.001, momentum=0.9, nesterov=false, weight_decay=0.0}
+// C[256,512] = α Aᵀ · B + β C (α, β = 1, 0 on the first step, else 1, 0.9), then g10_epilogue on each thread's rows
+static void g10_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c, float* __restrict__ e1, const float* __restrict__ step) {
+  const bool first = step[0] == 0x1p+0f;
+  const float alpha = first ? 0x1p+0f : 0x1p+0f, beta = first ? 0x0p+0f : 0x1.ccccccp-1f;
+  const int t = dnnc_threads;
+#pragma omp parallel for num_threads(t) schedule(static)
+  for (int i = 0; i < t; ++i) {
+    const i64 r0 = 256 * i / t, r1 = 256 * (i + 1) / t;
+    dnnc_sgemm(true, false, r1 - r0, 512, 128, alpha, a + r0, 256, b, 512, beta, c + r0 * 512, 512);
+    g10_epilogue(r0 * 512, r1 * 512, c, e1);
+  }
+}
 
 // %fc2.bias.new, %6 = sgd_update(@fc2.bias, %fc2.bias.grad, @fc2.bias.momentum_buffer, %step) {dampening=0.0, lr=0.001, momentum=0.9, nesterov=false, weight_decay=0.0}
-static int k18_sgd_update(float* __restrict__ p_fc2_bias, const float* __restrict__ v_fc2_bias_grad, float* __restrict__ p_fc2_bias_momentum_buffer, const float* __restrict__ v_step) {
+static int k11_sgd_update(float* __restrict__ p_fc2_bias, const float* __restrict__ v_fc2_bias_grad, float* __restrict__ p_fc2_bias_momentum_buffer, const float* __restrict__ v_step) {
   float s_0 = v_step[0];
   if ((!(s_0 >= 0x1p+0f))) return 1;
   bool first = (s_0 == 0x1p+0f);
@@ -355,23 +327,29 @@ static int k18_sgd_update(float* __restrict__ p_fc2_bias, const float* __restric
   return 0;
 }
 
-// %fc3.weight.new, %7 = sgd_update(@fc3.weight, %fc3.weight.grad, @fc3.weight.momentum_buffer, %step) {dampening=0.0, lr=0.001, momentum=0.9, nesterov=false, weight_decay=0.0}
-static int k19_sgd_update(float* __restrict__ p_fc3_weight, const float* __restrict__ v_fc3_weight_grad, float* __restrict__ p_fc3_weight_momentum_buffer, const float* __restrict__ v_step) {
-  float s_0 = v_step[0];
-  if ((!(s_0 >= 0x1p+0f))) return 1;
-  bool first = (s_0 == 0x1p+0f);
-  for (i64 i = 0; i < 2560; ++i) {
-    float buf = (first ? v_fc3_weight_grad[i] : ((p_fc3_weight_momentum_buffer[i] * 0x1.ccccccp-1f) + v_fc3_weight_grad[i]));
-    float t = (p_fc3_weight[i] + ((-0x1.0624dep-10f) * buf));
-    p_fc3_weight[i] = t;
-    float t1 = buf;
-    p_fc3_weight_momentum_buffer[i] = t1;
+// epilogue of g12_gemm: elements [begin, end) of C
+static int g12_epilogue(i64 begin, i64 end, const float* __restrict__ v_7, float* __restrict__ v_fc3_weight_new) {
+  for (i64 i = begin; i < end; ++i) {
+    v_fc3_weight_new[i] = (v_fc3_weight_new[i] + ((-0x1.0624dep-10f) * v_7[i]));
   }
   return 0;
 }
+// %fc3.weight.grad = matmul(%dlogits, %h2) {transpose_a=true, transpose_b=false}
+// %fc3.weight.new, %7 = sgd_update(@fc3.weight, %fc3.weight.grad, @fc3.weight.momentum_buffer, %step) {dampening=0.0, lr=0.001, momentum=0.9, nesterov=false, weight_decay=0.0}
+// C[10,256] = α Aᵀ · B + β C (α, β = 1, 0 on the first step, else 1, 0.9), then g12_epilogue on each thread's rows
+static void g12_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c, float* __restrict__ e1, const float* __restrict__ step) {
+  const bool first = step[0] == 0x1p+0f;
+  const float alpha = first ? 0x1p+0f : 0x1p+0f, beta = first ? 0x0p+0f : 0x1.ccccccp-1f;
+  const int t = 1;
+  for (int i = 0; i < t; ++i) {
+    const i64 r0 = 10 * i / t, r1 = 10 * (i + 1) / t;
+    dnnc_sgemm(true, false, r1 - r0, 256, 128, alpha, a + r0, 10, b, 256, beta, c + r0 * 256, 256);
+    g12_epilogue(r0 * 256, r1 * 256, c, e1);
+  }
+}
 
 // %fc3.bias.new, %8 = sgd_update(@fc3.bias, %fc3.bias.grad, @fc3.bias.momentum_buffer, %step) {dampening=0.0, lr=0.001, momentum=0.9, nesterov=false, weight_decay=0.0}
-static int k20_sgd_update(float* __restrict__ p_fc3_bias, const float* __restrict__ v_fc3_bias_grad, float* __restrict__ p_fc3_bias_momentum_buffer, const float* __restrict__ v_step) {
+static int k13_sgd_update(float* __restrict__ p_fc3_bias, const float* __restrict__ v_fc3_bias_grad, float* __restrict__ p_fc3_bias_momentum_buffer, const float* __restrict__ v_step) {
   float s_0 = v_step[0];
   if ((!(s_0 >= 0x1p+0f))) return 1;
   bool first = (s_0 == 0x1p+0f);
@@ -411,44 +389,49 @@ extern "C" int dnnc_run(void** buffers) {
   float* v_fc3_bias_grad = (float*)buffers[22];  // intermediate f32[10] fc3.bias.grad
   float* v_d2 = (float*)buffers[23];  // intermediate f32[128,256] d2
   float* v_fc2_bias_grad = (float*)buffers[24];  // intermediate f32[256] fc2.bias.grad
-  float* v_fc3_weight_grad = (float*)buffers[25];  // intermediate f32[10,256] fc3.weight.grad
-  float* v_d1 = (float*)buffers[26];  // intermediate f32[128,512] d1
-  float* v_fc1_bias_grad = (float*)buffers[27];  // intermediate f32[512] fc1.bias.grad
-  float* v_fc2_weight_grad = (float*)buffers[28];  // intermediate f32[256,512] fc2.weight.grad
-  float* v_fc1_weight_grad = (float*)buffers[29];  // intermediate f32[512,784] fc1.weight.grad
+  float* v_d1 = (float*)buffers[25];  // intermediate f32[128,512] d1
+  float* v_fc1_bias_grad = (float*)buffers[26];  // intermediate f32[512] fc1.bias.grad
   float* v_step = p_dnnc_step;  // alias f32[] step
-  float* v_fc1_weight_new = p_fc1_weight;  // alias f32[512,784] fc1.weight.new
   float* v_3 = p_fc1_weight_momentum_buffer;  // alias f32[512,784] 3
+  float* v_fc1_weight_new = p_fc1_weight;  // alias f32[512,784] fc1.weight.new
   float* v_fc1_bias_new = p_fc1_bias;  // alias f32[512] fc1.bias.new
   float* v_4 = p_fc1_bias_momentum_buffer;  // alias f32[512] 4
-  float* v_fc2_weight_new = p_fc2_weight;  // alias f32[256,512] fc2.weight.new
   float* v_5 = p_fc2_weight_momentum_buffer;  // alias f32[256,512] 5
+  float* v_fc2_weight_new = p_fc2_weight;  // alias f32[256,512] fc2.weight.new
   float* v_fc2_bias_new = p_fc2_bias;  // alias f32[256] fc2.bias.new
   float* v_6 = p_fc2_bias_momentum_buffer;  // alias f32[256] 6
-  float* v_fc3_weight_new = p_fc3_weight;  // alias f32[10,256] fc3.weight.new
   float* v_7 = p_fc3_weight_momentum_buffer;  // alias f32[10,256] 7
+  float* v_fc3_weight_new = p_fc3_weight;  // alias f32[10,256] fc3.weight.new
   float* v_fc3_bias_new = p_fc3_bias;  // alias f32[10] fc3.bias.new
   float* v_8 = p_fc3_bias_momentum_buffer;  // alias f32[10] 8
+  DNNC_TICK(-1);
   g0_gemm(v_0, p_fc1_weight, p_fc1_bias, v_h1);
+  DNNC_TICK(0);
   g1_gemm(v_h1, p_fc2_weight, p_fc2_bias, v_h2);
+  DNNC_TICK(1);
   g2_gemm(v_h2, p_fc3_weight, p_fc3_bias, v_logits);
-  if (int e = k3_cross_entropy(v_logits, in_label, v_loss)) return 0 + e;
-  k4_fill(v_dloss);
-  if (int e = k5_cross_entropy_backward(v_dloss, v_logits, in_label, v_dlogits)) return 1 + e;
-  k6_reduce_sum(v_dlogits, v_fc3_bias_grad);
-  g7_gemm(v_dlogits, p_fc3_weight, v_d2, v_h2);
-  k8_reduce_sum(v_d2, v_fc2_bias_grad);
-  g9_gemm(v_dlogits, v_h2, v_fc3_weight_grad);
-  g10_gemm(v_d2, p_fc2_weight, v_d1, v_h1);
-  k11_reduce_sum(v_d1, v_fc1_bias_grad);
-  g12_gemm(v_d2, v_h1, v_fc2_weight_grad);
-  g13_gemm(v_d1, v_0, v_fc1_weight_grad);
-  k14_add_scalar(p_dnnc_step);
-  if (int e = k15_sgd_update(p_fc1_weight, v_fc1_weight_grad, p_fc1_weight_momentum_buffer, v_step)) return 2 + e;
-  if (int e = k16_sgd_update(p_fc1_bias, v_fc1_bias_grad, p_fc1_bias_momentum_buffer, v_step)) return 3 + e;
-  if (int e = k17_sgd_update(p_fc2_weight, v_fc2_weight_grad, p_fc2_weight_momentum_buffer, v_step)) return 4 + e;
-  if (int e = k18_sgd_update(p_fc2_bias, v_fc2_bias_grad, p_fc2_bias_momentum_buffer, v_step)) return 5 + e;
-  if (int e = k19_sgd_update(p_fc3_weight, v_fc3_weight_grad, p_fc3_weight_momentum_buffer, v_step)) return 6 + e;
-  if (int e = k20_sgd_update(p_fc3_bias, v_fc3_bias_grad, p_fc3_bias_momentum_buffer, v_step)) return 7 + e;
+  DNNC_TICK(2);
+  if (int e = k3_softmax_xent(v_logits, in_label, v_loss, v_dloss, v_dlogits, v_fc3_bias_grad)) return 0 + e;
+  DNNC_TICK(3);
+  g4_gemm(v_dlogits, p_fc3_weight, v_d2, v_h2, v_fc2_bias_grad);
+  DNNC_TICK(4);
+  g5_gemm(v_d2, p_fc2_weight, v_d1, v_h1, v_fc1_bias_grad);
+  DNNC_TICK(5);
+  k6_add_scalar(p_dnnc_step);
+  DNNC_TICK(6);
+  if (int e = k7_sgd_step_check(v_step)) return 1 + e;
+  DNNC_TICK(7);
+  g8_gemm(v_d1, v_0, v_3, v_fc1_weight_new, v_step);
+  DNNC_TICK(8);
+  if (int e = k9_sgd_update(p_fc1_bias, v_fc1_bias_grad, p_fc1_bias_momentum_buffer, v_step)) return 2 + e;
+  DNNC_TICK(9);
+  g10_gemm(v_d2, v_h1, v_5, v_fc2_weight_new, v_step);
+  DNNC_TICK(10);
+  if (int e = k11_sgd_update(p_fc2_bias, v_fc2_bias_grad, p_fc2_bias_momentum_buffer, v_step)) return 3 + e;
+  DNNC_TICK(11);
+  g12_gemm(v_dlogits, v_h2, v_7, v_fc3_weight_new, v_step);
+  DNNC_TICK(12);
+  if (int e = k13_sgd_update(p_fc3_bias, v_fc3_bias_grad, p_fc3_bias_momentum_buffer, v_step)) return 4 + e;
+  DNNC_TICK(13);
   return 0;
 }

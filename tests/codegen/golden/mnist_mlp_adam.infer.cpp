@@ -20,6 +20,12 @@ extern "C" void dnnc_set_threads(int n) {
   openblas_set_num_threads(1);
 }
 
+// Per-step profiling: with a hook set, dnnc_run calls it with -1 on entry and with i after
+// step i. Null (the default) costs one predicted branch per step.
+static void (*dnnc_tick)(int) = 0;
+extern "C" void dnnc_set_profiler(void (*fn)(int)) { dnnc_tick = fn; }
+#define DNNC_TICK(i) if (__builtin_expect(dnnc_tick != 0, 0)) dnnc_tick(i)
+
 // C[m,n] = alpha op(A) op(B) + beta C (row-major); rows or columns of one go to sgemv.
 static void dnnc_sgemm(bool ta, bool tb, i64 m, i64 n, i64 k, float alpha, const float* a, i64 lda, const float* b,
                        i64 ldb, float beta, float* c, i64 ldc) {
@@ -150,8 +156,12 @@ extern "C" int dnnc_run(void** buffers) {
   float* v_h1 = (float*)buffers[8];  // intermediate f32[128,512] h1
   float* v_h2 = (float*)buffers[9];  // intermediate f32[128,256] h2
   float* v_logits = (float*)buffers[10];  // intermediate f32[128,10] logits
+  DNNC_TICK(-1);
   g0_gemm(v_0, p_fc1_weight, p_fc1_bias, v_h1);
+  DNNC_TICK(0);
   g1_gemm(v_h1, p_fc2_weight, p_fc2_bias, v_h2);
+  DNNC_TICK(1);
   g2_gemm(v_h2, p_fc3_weight, p_fc3_bias, v_logits);
+  DNNC_TICK(2);
   return 0;
 }

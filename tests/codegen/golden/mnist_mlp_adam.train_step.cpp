@@ -20,6 +20,12 @@ extern "C" void dnnc_set_threads(int n) {
   openblas_set_num_threads(1);
 }
 
+// Per-step profiling: with a hook set, dnnc_run calls it with -1 on entry and with i after
+// step i. Null (the default) costs one predicted branch per step.
+static void (*dnnc_tick)(int) = 0;
+extern "C" void dnnc_set_profiler(void (*fn)(int)) { dnnc_tick = fn; }
+#define DNNC_TICK(i) if (__builtin_expect(dnnc_tick != 0, 0)) dnnc_tick(i)
+
 // C[m,n] = alpha op(A) op(B) + beta C (row-major); rows or columns of one go to sgemv.
 static void dnnc_sgemm(bool ta, bool tb, i64 m, i64 n, i64 k, float alpha, const float* a, i64 lda, const float* b,
                        i64 ldb, float beta, float* c, i64 ldc) {
@@ -139,70 +145,44 @@ static void g2_gemm(const float* __restrict__ a, const float* __restrict__ b, co
 }
 
 // %loss = cross_entropy(%logits, %label)
-static int k3_cross_entropy(const float* __restrict__ v_logits, const i64* __restrict__ in_label, float* __restrict__ v_loss) {
+// %dloss = fill() {shape=[], value=1.0}
+// %dlogits = cross_entropy_backward(%dloss, %logits, %label)
+// %fc3.bias.grad = reduce_sum(%dlogits) {axes=[0], keepdim=false}
+static int k3_softmax_xent(const float* __restrict__ v_logits, const i64* __restrict__ in_label, float* __restrict__ v_loss, float* __restrict__ v_dloss, float* __restrict__ v_dlogits, float* __restrict__ v_fc3_bias_grad) {
   for (i64 b = 0; b < 128; ++b) {
     if (((in_label[b] < 0) || (in_label[b] >= 10))) return 1;
+  }
+  v_dloss[0] = 0x1p+0f;
+  float scale = (0x1p+0f / 0x1p+7f);
+  for (i64 c = 0; c < 10; ++c) {
+    v_fc3_bias_grad[c] = 0x0p+0f;
   }
   float total = 0x0p+0f;
   for (i64 b1 = 0; b1 < 128; ++b1) {
     float mx = (-__builtin_inff());
-    for (i64 c = 0; c < 10; ++c) {
-      mx = (mx < v_logits[((b1 * 10) + c)] ? v_logits[((b1 * 10) + c)] : mx);
+    for (i64 c1 = 0; c1 < 10; ++c1) {
+      mx = (mx < v_logits[((b1 * 10) + c1)] ? v_logits[((b1 * 10) + c1)] : mx);
     }
     float sum = 0x0p+0f;
-    for (i64 c1 = 0; c1 < 10; ++c1) {
-      sum = (sum + __builtin_expf((v_logits[((b1 * 10) + c1)] - mx)));
+    for (i64 c2 = 0; c2 < 10; ++c2) {
+      float e = __builtin_expf((v_logits[((b1 * 10) + c2)] - mx));
+      v_dlogits[((b1 * 10) + c2)] = e;
+      sum = (sum + e);
     }
-    total = (total + ((__builtin_logf(sum) + mx) - v_logits[((b1 * 10) + in_label[b1])]));
+    i64 t = in_label[b1];
+    total = (total + ((__builtin_logf(sum) + mx) - v_logits[((b1 * 10) + t)]));
+    for (i64 c3 = 0; c3 < 10; ++c3) {
+      float g = (scale * ((v_dlogits[((b1 * 10) + c3)] / sum) - ((c3 == t) ? 0x1p+0f : 0x0p+0f)));
+      v_dlogits[((b1 * 10) + c3)] = g;
+      v_fc3_bias_grad[c3] += g;
+    }
   }
   v_loss[0] = (total / 0x1p+7f);
   return 0;
 }
 
-// %dloss = fill() {shape=[], value=1.0}
-static int k4_fill(float* __restrict__ v_dloss) {
-  v_dloss[0] = 0x1p+0f;
-  return 0;
-}
-
-// %dlogits = cross_entropy_backward(%dloss, %logits, %label)
-static int k5_cross_entropy_backward(const float* __restrict__ v_dloss, const float* __restrict__ v_logits, const i64* __restrict__ in_label, float* __restrict__ v_dlogits) {
-  for (i64 b = 0; b < 128; ++b) {
-    if (((in_label[b] < 0) || (in_label[b] >= 10))) return 1;
-  }
-  float scale = (v_dloss[0] / 0x1p+7f);
-  for (i64 b1 = 0; b1 < 128; ++b1) {
-    float mx = (-__builtin_inff());
-    for (i64 c = 0; c < 10; ++c) {
-      mx = (mx < v_logits[((b1 * 10) + c)] ? v_logits[((b1 * 10) + c)] : mx);
-    }
-    float sum = 0x0p+0f;
-    for (i64 c1 = 0; c1 < 10; ++c1) {
-      sum = (sum + __builtin_expf((v_logits[((b1 * 10) + c1)] - mx)));
-    }
-    i64 t = in_label[b1];
-    for (i64 c2 = 0; c2 < 10; ++c2) {
-      v_dlogits[((b1 * 10) + c2)] = (scale * ((__builtin_expf((v_logits[((b1 * 10) + c2)] - mx)) / sum) - ((c2 == t) ? 0x1p+0f : 0x0p+0f)));
-    }
-  }
-  return 0;
-}
-
-// %fc3.bias.grad = reduce_sum(%dlogits) {axes=[0], keepdim=false}
-static int k6_reduce_sum(const float* __restrict__ v_dlogits, float* __restrict__ v_fc3_bias_grad) {
-  for (i64 o = 0; o < 10; ++o) {
-    v_fc3_bias_grad[o] = 0x0p+0f;
-  }
-  for (i64 r = 0; r < 128; ++r) {
-    for (i64 k = 0; k < 10; ++k) {
-      v_fc3_bias_grad[k] += v_dlogits[((r * 10) + k)];
-    }
-  }
-  return 0;
-}
-
-// epilogue of g7_gemm: elements [begin, end) of C
-static int g7_epilogue(i64 begin, i64 end, const float* __restrict__ v_h2, float* __restrict__ v_d2) {
+// epilogue of g4_gemm: elements [begin, end) of C
+static int g4_epilogue(i64 begin, i64 end, const float* __restrict__ v_h2, float* __restrict__ v_d2) {
   for (i64 i = begin; i < end; ++i) {
     float c = v_d2[i];
     v_d2[i] = ((v_h2[i] > 0x0p+0f) ? c : 0x0p+0f);
@@ -211,37 +191,33 @@ static int g7_epilogue(i64 begin, i64 end, const float* __restrict__ v_h2, float
 }
 // %dh2 = matmul(%dlogits, @fc3.weight) {transpose_a=false, transpose_b=false}
 // %d2 = relu_backward(%dh2, %h2)
-// C[128,256] = A · B, then g7_epilogue on each thread's rows
-static void g7_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c, const float* __restrict__ e0) {
+// %fc2.bias.grad = reduce_sum(%d2) {axes=[0], keepdim=false}
+// C[128,256] = A · B, then g4_epilogue on each thread's rows, then the column sums of C
+static void g4_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c, const float* __restrict__ e0, float* __restrict__ col_sums) {
   const int t = 1;
+  float* part = t > 1 ? (float*)__builtin_malloc(sizeof(float) * (t - 1) * 256) : 0;
   for (int i = 0; i < t; ++i) {
     const i64 r0 = 128 * i / t, r1 = 128 * (i + 1) / t;
     dnnc_sgemm(false, false, r1 - r0, 256, 10, 0x1p+0f, a + r0 * 10, 10, b, 256, 0x0p+0f, c + r0 * 256, 256);
-    g7_epilogue(r0 * 256, r1 * 256, e0, c);
+    g4_epilogue(r0 * 256, r1 * 256, e0, c);
+    float* sum = i == 0 ? col_sums : part + (i - 1) * 256;
+    for (i64 j = 0; j < 256; ++j) sum[j] = 0x0p+0f;
+    for (i64 r = r0; r < r1; ++r)
+      for (i64 j = 0; j < 256; ++j) sum[j] += c[r * 256 + j];
   }
-}
-
-// %fc2.bias.grad = reduce_sum(%d2) {axes=[0], keepdim=false}
-static int k8_reduce_sum(const float* __restrict__ v_d2, float* __restrict__ v_fc2_bias_grad) {
-  for (i64 o = 0; o < 256; ++o) {
-    v_fc2_bias_grad[o] = 0x0p+0f;
-  }
-  for (i64 r = 0; r < 128; ++r) {
-    for (i64 k = 0; k < 256; ++k) {
-      v_fc2_bias_grad[k] += v_d2[((r * 256) + k)];
-    }
-  }
-  return 0;
+  for (int i = 1; i < t; ++i)
+    for (i64 j = 0; j < 256; ++j) col_sums[j] += part[(i - 1) * 256 + j];
+  __builtin_free(part);
 }
 
 // %fc3.weight.grad = matmul(%dlogits, %h2) {transpose_a=true, transpose_b=false}
 // C[10,256] = Aᵀ · B
-static void g9_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
+static void g5_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
   dnnc_sgemm(true, false, 10, 256, 128, 0x1p+0f, a, 10, b, 256, 0x0p+0f, c, 256);
 }
 
-// epilogue of g10_gemm: elements [begin, end) of C
-static int g10_epilogue(i64 begin, i64 end, const float* __restrict__ v_h1, float* __restrict__ v_d1) {
+// epilogue of g6_gemm: elements [begin, end) of C
+static int g6_epilogue(i64 begin, i64 end, const float* __restrict__ v_h1, float* __restrict__ v_d1) {
   for (i64 i = begin; i < end; ++i) {
     float c = v_d1[i];
     v_d1[i] = ((v_h1[i] > 0x0p+0f) ? c : 0x0p+0f);
@@ -250,51 +226,47 @@ static int g10_epilogue(i64 begin, i64 end, const float* __restrict__ v_h1, floa
 }
 // %dh1 = matmul(%d2, @fc2.weight) {transpose_a=false, transpose_b=false}
 // %d1 = relu_backward(%dh1, %h1)
-// C[128,512] = A · B, then g10_epilogue on each thread's rows
-static void g10_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c, const float* __restrict__ e0) {
+// %fc1.bias.grad = reduce_sum(%d1) {axes=[0], keepdim=false}
+// C[128,512] = A · B, then g6_epilogue on each thread's rows, then the column sums of C
+static void g6_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c, const float* __restrict__ e0, float* __restrict__ col_sums) {
   const int t = dnnc_threads;
+  float* part = t > 1 ? (float*)__builtin_malloc(sizeof(float) * (t - 1) * 512) : 0;
 #pragma omp parallel for num_threads(t) schedule(static)
   for (int i = 0; i < t; ++i) {
     const i64 r0 = 128 * i / t, r1 = 128 * (i + 1) / t;
     dnnc_sgemm(false, false, r1 - r0, 512, 256, 0x1p+0f, a + r0 * 256, 256, b, 512, 0x0p+0f, c + r0 * 512, 512);
-    g10_epilogue(r0 * 512, r1 * 512, e0, c);
+    g6_epilogue(r0 * 512, r1 * 512, e0, c);
+    float* sum = i == 0 ? col_sums : part + (i - 1) * 512;
+    for (i64 j = 0; j < 512; ++j) sum[j] = 0x0p+0f;
+    for (i64 r = r0; r < r1; ++r)
+      for (i64 j = 0; j < 512; ++j) sum[j] += c[r * 512 + j];
   }
-}
-
-// %fc1.bias.grad = reduce_sum(%d1) {axes=[0], keepdim=false}
-static int k11_reduce_sum(const float* __restrict__ v_d1, float* __restrict__ v_fc1_bias_grad) {
-  for (i64 o = 0; o < 512; ++o) {
-    v_fc1_bias_grad[o] = 0x0p+0f;
-  }
-  for (i64 r = 0; r < 128; ++r) {
-    for (i64 k = 0; k < 512; ++k) {
-      v_fc1_bias_grad[k] += v_d1[((r * 512) + k)];
-    }
-  }
-  return 0;
+  for (int i = 1; i < t; ++i)
+    for (i64 j = 0; j < 512; ++j) col_sums[j] += part[(i - 1) * 512 + j];
+  __builtin_free(part);
 }
 
 // %fc2.weight.grad = matmul(%d2, %h1) {transpose_a=true, transpose_b=false}
 // C[256,512] = Aᵀ · B
-static void g12_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
+static void g7_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
   dnnc_sgemm_split(true, false, 256, 512, 128, 0x1p+0f, a, 256, b, 512, 0x0p+0f, c, 512);
 }
 
 // %fc1.weight.grad = matmul(%d1, %0) {transpose_a=true, transpose_b=false}
 // C[512,784] = Aᵀ · B
-static void g13_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
+static void g8_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
   dnnc_sgemm_split(true, false, 512, 784, 128, 0x1p+0f, a, 512, b, 784, 0x0p+0f, c, 784);
 }
 
 // %step = add_scalar(@dnnc.step) {value=1.0}
-static int k14_add_scalar(float* __restrict__ p_dnnc_step) {
+static int k9_add_scalar(float* __restrict__ p_dnnc_step) {
   float s_0 = p_dnnc_step[0];
   p_dnnc_step[0] = (s_0 + 0x1p+0f);
   return 0;
 }
 
 // %fc1.weight.new, %3, %4 = adam_update(@fc1.weight, %fc1.weight.grad, @fc1.weight.exp_avg, @fc1.weight.exp_avg_sq, %step) {beta1=0.9, beta2=0.999, decoupled=false, eps=1e-08, lr=0.001, weight_decay=0.0}
-static int k15_adam_update(float* __restrict__ p_fc1_weight, const float* __restrict__ v_fc1_weight_grad, float* __restrict__ p_fc1_weight_exp_avg, float* __restrict__ p_fc1_weight_exp_avg_sq, const float* __restrict__ v_step) {
+static int k10_adam_update(float* __restrict__ p_fc1_weight, const float* __restrict__ v_fc1_weight_grad, float* __restrict__ p_fc1_weight_exp_avg, float* __restrict__ p_fc1_weight_exp_avg_sq, const float* __restrict__ v_step) {
   float s_0 = v_step[0];
   if ((!(s_0 >= 0x1p+0f))) return 1;
   float neg_step_size = ((float)(-(0x1.0624dd2f1a9fcp-10 / (0x1p+0 - __builtin_pow(0x1.ccccccccccccdp-1, ((double)s_0))))));
@@ -312,7 +284,7 @@ static int k15_adam_update(float* __restrict__ p_fc1_weight, const float* __rest
 }
 
 // %fc1.bias.new, %5, %6 = adam_update(@fc1.bias, %fc1.bias.grad, @fc1.bias.exp_avg, @fc1.bias.exp_avg_sq, %step) {beta1=0.9, beta2=0.999, decoupled=false, eps=1e-08, lr=0.001, weight_decay=0.0}
-static int k16_adam_update(float* __restrict__ p_fc1_bias, const float* __restrict__ v_fc1_bias_grad, float* __restrict__ p_fc1_bias_exp_avg, float* __restrict__ p_fc1_bias_exp_avg_sq, const float* __restrict__ v_step) {
+static int k11_adam_update(float* __restrict__ p_fc1_bias, const float* __restrict__ v_fc1_bias_grad, float* __restrict__ p_fc1_bias_exp_avg, float* __restrict__ p_fc1_bias_exp_avg_sq, const float* __restrict__ v_step) {
   float s_0 = v_step[0];
   if ((!(s_0 >= 0x1p+0f))) return 1;
   float neg_step_size = ((float)(-(0x1.0624dd2f1a9fcp-10 / (0x1p+0 - __builtin_pow(0x1.ccccccccccccdp-1, ((double)s_0))))));
@@ -329,7 +301,7 @@ static int k16_adam_update(float* __restrict__ p_fc1_bias, const float* __restri
 }
 
 // %fc2.weight.new, %7, %8 = adam_update(@fc2.weight, %fc2.weight.grad, @fc2.weight.exp_avg, @fc2.weight.exp_avg_sq, %step) {beta1=0.9, beta2=0.999, decoupled=false, eps=1e-08, lr=0.001, weight_decay=0.0}
-static int k17_adam_update(float* __restrict__ p_fc2_weight, const float* __restrict__ v_fc2_weight_grad, float* __restrict__ p_fc2_weight_exp_avg, float* __restrict__ p_fc2_weight_exp_avg_sq, const float* __restrict__ v_step) {
+static int k12_adam_update(float* __restrict__ p_fc2_weight, const float* __restrict__ v_fc2_weight_grad, float* __restrict__ p_fc2_weight_exp_avg, float* __restrict__ p_fc2_weight_exp_avg_sq, const float* __restrict__ v_step) {
   float s_0 = v_step[0];
   if ((!(s_0 >= 0x1p+0f))) return 1;
   float neg_step_size = ((float)(-(0x1.0624dd2f1a9fcp-10 / (0x1p+0 - __builtin_pow(0x1.ccccccccccccdp-1, ((double)s_0))))));
@@ -347,7 +319,7 @@ static int k17_adam_update(float* __restrict__ p_fc2_weight, const float* __rest
 }
 
 // %fc2.bias.new, %9, %10 = adam_update(@fc2.bias, %fc2.bias.grad, @fc2.bias.exp_avg, @fc2.bias.exp_avg_sq, %step) {beta1=0.9, beta2=0.999, decoupled=false, eps=1e-08, lr=0.001, weight_decay=0.0}
-static int k18_adam_update(float* __restrict__ p_fc2_bias, const float* __restrict__ v_fc2_bias_grad, float* __restrict__ p_fc2_bias_exp_avg, float* __restrict__ p_fc2_bias_exp_avg_sq, const float* __restrict__ v_step) {
+static int k13_adam_update(float* __restrict__ p_fc2_bias, const float* __restrict__ v_fc2_bias_grad, float* __restrict__ p_fc2_bias_exp_avg, float* __restrict__ p_fc2_bias_exp_avg_sq, const float* __restrict__ v_step) {
   float s_0 = v_step[0];
   if ((!(s_0 >= 0x1p+0f))) return 1;
   float neg_step_size = ((float)(-(0x1.0624dd2f1a9fcp-10 / (0x1p+0 - __builtin_pow(0x1.ccccccccccccdp-1, ((double)s_0))))));
@@ -364,7 +336,7 @@ static int k18_adam_update(float* __restrict__ p_fc2_bias, const float* __restri
 }
 
 // %fc3.weight.new, %11, %12 = adam_update(@fc3.weight, %fc3.weight.grad, @fc3.weight.exp_avg, @fc3.weight.exp_avg_sq, %step) {beta1=0.9, beta2=0.999, decoupled=false, eps=1e-08, lr=0.001, weight_decay=0.0}
-static int k19_adam_update(float* __restrict__ p_fc3_weight, const float* __restrict__ v_fc3_weight_grad, float* __restrict__ p_fc3_weight_exp_avg, float* __restrict__ p_fc3_weight_exp_avg_sq, const float* __restrict__ v_step) {
+static int k14_adam_update(float* __restrict__ p_fc3_weight, const float* __restrict__ v_fc3_weight_grad, float* __restrict__ p_fc3_weight_exp_avg, float* __restrict__ p_fc3_weight_exp_avg_sq, const float* __restrict__ v_step) {
   float s_0 = v_step[0];
   if ((!(s_0 >= 0x1p+0f))) return 1;
   float neg_step_size = ((float)(-(0x1.0624dd2f1a9fcp-10 / (0x1p+0 - __builtin_pow(0x1.ccccccccccccdp-1, ((double)s_0))))));
@@ -381,7 +353,7 @@ static int k19_adam_update(float* __restrict__ p_fc3_weight, const float* __rest
 }
 
 // %fc3.bias.new, %13, %14 = adam_update(@fc3.bias, %fc3.bias.grad, @fc3.bias.exp_avg, @fc3.bias.exp_avg_sq, %step) {beta1=0.9, beta2=0.999, decoupled=false, eps=1e-08, lr=0.001, weight_decay=0.0}
-static int k20_adam_update(float* __restrict__ p_fc3_bias, const float* __restrict__ v_fc3_bias_grad, float* __restrict__ p_fc3_bias_exp_avg, float* __restrict__ p_fc3_bias_exp_avg_sq, const float* __restrict__ v_step) {
+static int k15_adam_update(float* __restrict__ p_fc3_bias, const float* __restrict__ v_fc3_bias_grad, float* __restrict__ p_fc3_bias_exp_avg, float* __restrict__ p_fc3_bias_exp_avg_sq, const float* __restrict__ v_step) {
   float s_0 = v_step[0];
   if ((!(s_0 >= 0x1p+0f))) return 1;
   float neg_step_size = ((float)(-(0x1.0624dd2f1a9fcp-10 / (0x1p+0 - __builtin_pow(0x1.ccccccccccccdp-1, ((double)s_0))))));
@@ -453,26 +425,38 @@ extern "C" int dnnc_run(void** buffers) {
   float* v_fc3_bias_new = p_fc3_bias;  // alias f32[10] fc3.bias.new
   float* v_13 = p_fc3_bias_exp_avg;  // alias f32[10] 13
   float* v_14 = p_fc3_bias_exp_avg_sq;  // alias f32[10] 14
+  DNNC_TICK(-1);
   g0_gemm(v_0, p_fc1_weight, p_fc1_bias, v_h1);
+  DNNC_TICK(0);
   g1_gemm(v_h1, p_fc2_weight, p_fc2_bias, v_h2);
+  DNNC_TICK(1);
   g2_gemm(v_h2, p_fc3_weight, p_fc3_bias, v_logits);
-  if (int e = k3_cross_entropy(v_logits, in_label, v_loss)) return 0 + e;
-  k4_fill(v_dloss);
-  if (int e = k5_cross_entropy_backward(v_dloss, v_logits, in_label, v_dlogits)) return 1 + e;
-  k6_reduce_sum(v_dlogits, v_fc3_bias_grad);
-  g7_gemm(v_dlogits, p_fc3_weight, v_d2, v_h2);
-  k8_reduce_sum(v_d2, v_fc2_bias_grad);
-  g9_gemm(v_dlogits, v_h2, v_fc3_weight_grad);
-  g10_gemm(v_d2, p_fc2_weight, v_d1, v_h1);
-  k11_reduce_sum(v_d1, v_fc1_bias_grad);
-  g12_gemm(v_d2, v_h1, v_fc2_weight_grad);
-  g13_gemm(v_d1, v_0, v_fc1_weight_grad);
-  k14_add_scalar(p_dnnc_step);
-  if (int e = k15_adam_update(p_fc1_weight, v_fc1_weight_grad, p_fc1_weight_exp_avg, p_fc1_weight_exp_avg_sq, v_step)) return 2 + e;
-  if (int e = k16_adam_update(p_fc1_bias, v_fc1_bias_grad, p_fc1_bias_exp_avg, p_fc1_bias_exp_avg_sq, v_step)) return 3 + e;
-  if (int e = k17_adam_update(p_fc2_weight, v_fc2_weight_grad, p_fc2_weight_exp_avg, p_fc2_weight_exp_avg_sq, v_step)) return 4 + e;
-  if (int e = k18_adam_update(p_fc2_bias, v_fc2_bias_grad, p_fc2_bias_exp_avg, p_fc2_bias_exp_avg_sq, v_step)) return 5 + e;
-  if (int e = k19_adam_update(p_fc3_weight, v_fc3_weight_grad, p_fc3_weight_exp_avg, p_fc3_weight_exp_avg_sq, v_step)) return 6 + e;
-  if (int e = k20_adam_update(p_fc3_bias, v_fc3_bias_grad, p_fc3_bias_exp_avg, p_fc3_bias_exp_avg_sq, v_step)) return 7 + e;
+  DNNC_TICK(2);
+  if (int e = k3_softmax_xent(v_logits, in_label, v_loss, v_dloss, v_dlogits, v_fc3_bias_grad)) return 0 + e;
+  DNNC_TICK(3);
+  g4_gemm(v_dlogits, p_fc3_weight, v_d2, v_h2, v_fc2_bias_grad);
+  DNNC_TICK(4);
+  g5_gemm(v_dlogits, v_h2, v_fc3_weight_grad);
+  DNNC_TICK(5);
+  g6_gemm(v_d2, p_fc2_weight, v_d1, v_h1, v_fc1_bias_grad);
+  DNNC_TICK(6);
+  g7_gemm(v_d2, v_h1, v_fc2_weight_grad);
+  DNNC_TICK(7);
+  g8_gemm(v_d1, v_0, v_fc1_weight_grad);
+  DNNC_TICK(8);
+  k9_add_scalar(p_dnnc_step);
+  DNNC_TICK(9);
+  if (int e = k10_adam_update(p_fc1_weight, v_fc1_weight_grad, p_fc1_weight_exp_avg, p_fc1_weight_exp_avg_sq, v_step)) return 1 + e;
+  DNNC_TICK(10);
+  if (int e = k11_adam_update(p_fc1_bias, v_fc1_bias_grad, p_fc1_bias_exp_avg, p_fc1_bias_exp_avg_sq, v_step)) return 2 + e;
+  DNNC_TICK(11);
+  if (int e = k12_adam_update(p_fc2_weight, v_fc2_weight_grad, p_fc2_weight_exp_avg, p_fc2_weight_exp_avg_sq, v_step)) return 3 + e;
+  DNNC_TICK(12);
+  if (int e = k13_adam_update(p_fc2_bias, v_fc2_bias_grad, p_fc2_bias_exp_avg, p_fc2_bias_exp_avg_sq, v_step)) return 4 + e;
+  DNNC_TICK(13);
+  if (int e = k14_adam_update(p_fc3_weight, v_fc3_weight_grad, p_fc3_weight_exp_avg, p_fc3_weight_exp_avg_sq, v_step)) return 5 + e;
+  DNNC_TICK(14);
+  if (int e = k15_adam_update(p_fc3_bias, v_fc3_bias_grad, p_fc3_bias_exp_avg, p_fc3_bias_exp_avg_sq, v_step)) return 6 + e;
+  DNNC_TICK(15);
   return 0;
 }
