@@ -463,6 +463,10 @@ Program lower_graph(const ir::Module& m, const ir::Graph& g, int64_t batch, cons
     std::vector<const ir::Node*> nodes;
     for (int i : grp) nodes.push_back(&g.nodes[static_cast<size_t>(i)]);
     for (size_t i = 0; i < nodes.size();) {
+      if (size_t used = lower_conv_pool_group(ctx, nodes, i)) {
+        i += used;
+        continue;
+      }
       if (options.gemm_epilogues && nodes.size() > 1) {
         if (size_t used = lower_gemm_epilogue(ctx, nodes, i, lower_one)) {
           i += used;

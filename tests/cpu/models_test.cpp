@@ -15,7 +15,9 @@ const std::vector<std::string> kModels = {"mnist_mlp", "mnist_mlp_adam", "lenet5
 
 void check_model(const std::string& name, int64_t batch,
                  const runtime::cpu::CpuOptions& options = test::cpu_test_options()) {
-  ir::Module m = test::pipeline_model("models/" + name + ".dnn");
+  // A bare name is a model of models/; anything with a '/' is a path.
+  ir::Module m =
+      test::pipeline_model(name.find('/') == std::string::npos ? "models/" + name + ".dnn" : name);
   runtime::reference::ParamStore ref = runtime::reference::init_params(m, 11);
   runtime::reference::ParamStore cpu = ref;
   runtime::cpu::CpuBackend backend(options);
@@ -64,6 +66,21 @@ TEST_CASE("cpu equals reference with every GEMM and loop split over 2 threads, o
   check_model("mnist_mlp", 3, o);
   check_model("mnist_mlp_adam", 5, o);
   check_model("cifar_cnn", 3, o);
+}
+
+// The fused conv -> chain -> maxpool and maxpool_backward -> chain -> bias-grad kernels
+// (codegen/lower_conv_fused.cpp) on padded, strided, dilated and grouped convs, overlapping and
+// padded pools, pools leaving cells uncovered, odd planes, batch 1 and 3, serial and threaded, and
+// the per-node fallback when the pre-activation is needed by the backward (leaky_relu).
+TEST_CASE("cpu equals reference: fused conv/pool kernels on awkward shapes", "[cpu][models]") {
+  check_model("tests/cpu/models/conv_pool_shapes.dnn", 3);
+  check_model("tests/cpu/models/conv_pool_shapes.dnn", 1);
+  runtime::cpu::CpuOptions o = test::cpu_test_options();
+  o.threads = 2;
+  o.lower.gemm_parallel_flops = 1;
+  o.lower.parallel_min_work = 1;
+  check_model("tests/cpu/models/conv_pool_shapes.dnn", 3, o);
+  check_model("lenet5", 3, o);
 }
 
 TEST_CASE("every model in models/ is compared with the reference", "[cpu][models]") {

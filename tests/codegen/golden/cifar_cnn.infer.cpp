@@ -83,11 +83,15 @@ static void dnnc_sgemm_split_k(bool ta, bool tb, i64 m, i64 n, i64 k, float alph
 }
 
 // %0 = conv2d(%image, @conv1.weight, @conv1.bias) {dilation=[1,1], groups=1, padding=[0,0], stride=[1,1]}
-static int k0_conv2d(const float* __restrict__ in_image, const float* __restrict__ p_conv1_weight, const float* __restrict__ p_conv1_bias, float* __restrict__ v_0) {
+// %1 = relu(%0)
+// %h = maxpool2d(%1) {kernel=[2,2], padding=[0,0], stride=[]}
+static int k0_conv2d_pool(const float* __restrict__ in_image, const float* __restrict__ p_conv1_weight, const float* __restrict__ p_conv1_bias, float* __restrict__ s_plane, float* __restrict__ v_h) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 bo = 0; bo < 64; ++bo) {
     i64 b = (bo / 16);
     i64 o = (bo % 16);
+    i64 ybase = (bo * 900);
+    float bias = p_conv1_bias[o];
     i64 xbase = ((b * 3) * 1024);
     i64 wbase = (o * 27);
     float w0 = p_conv1_weight[wbase];
@@ -117,48 +121,29 @@ static int k0_conv2d(const float* __restrict__ in_image, const float* __restrict
     float w24 = p_conv1_weight[(wbase + 24)];
     float w25 = p_conv1_weight[(wbase + 25)];
     float w26 = p_conv1_weight[(wbase + 26)];
-    float bias = p_conv1_bias[o];
     for (i64 oh = 0; oh < 30; ++oh) {
       i64 row = (xbase + (oh * 32));
-      for (i64 ow = 0; ow < 30; ++ow) {
-        v_0[(((bo * 900) + (oh * 30)) + ow)] = (((((((((((((((((((((((((((bias + (w0 * in_image[(row + ow)])) + (w1 * in_image[((row + ow) + 1)])) + (w2 * in_image[((row + ow) + 2)])) + (w3 * in_image[((row + ow) + 32)])) + (w4 * in_image[((row + ow) + 33)])) + (w5 * in_image[((row + ow) + 34)])) + (w6 * in_image[((row + ow) + 64)])) + (w7 * in_image[((row + ow) + 65)])) + (w8 * in_image[((row + ow) + 66)])) + (w9 * in_image[((row + ow) + 1024)])) + (w10 * in_image[((row + ow) + 1025)])) + (w11 * in_image[((row + ow) + 1026)])) + (w12 * in_image[((row + ow) + 1056)])) + (w13 * in_image[((row + ow) + 1057)])) + (w14 * in_image[((row + ow) + 1058)])) + (w15 * in_image[((row + ow) + 1088)])) + (w16 * in_image[((row + ow) + 1089)])) + (w17 * in_image[((row + ow) + 1090)])) + (w18 * in_image[((row + ow) + 2048)])) + (w19 * in_image[((row + ow) + 2049)])) + (w20 * in_image[((row + ow) + 2050)])) + (w21 * in_image[((row + ow) + 2080)])) + (w22 * in_image[((row + ow) + 2081)])) + (w23 * in_image[((row + ow) + 2082)])) + (w24 * in_image[((row + ow) + 2112)])) + (w25 * in_image[((row + ow) + 2113)])) + (w26 * in_image[((row + ow) + 2114)]));
+      i64 yrow = (ybase + (oh * 30));
+      for (i64 owc = 0; owc < 2; ++owc) {
+        i64 ow_lo = (owc * 16);
+        i64 ow0 = (14 < ow_lo ? 14 : ow_lo);
+        for (i64 ow = ow0; ow < (ow0 + 16); ++ow) {
+          float acc = (((((((((((((((((((((((((((bias + (w0 * in_image[(row + ow)])) + (w1 * in_image[((row + ow) + 1)])) + (w2 * in_image[((row + ow) + 2)])) + (w3 * in_image[((row + ow) + 32)])) + (w4 * in_image[((row + ow) + 33)])) + (w5 * in_image[((row + ow) + 34)])) + (w6 * in_image[((row + ow) + 64)])) + (w7 * in_image[((row + ow) + 65)])) + (w8 * in_image[((row + ow) + 66)])) + (w9 * in_image[((row + ow) + 1024)])) + (w10 * in_image[((row + ow) + 1025)])) + (w11 * in_image[((row + ow) + 1026)])) + (w12 * in_image[((row + ow) + 1056)])) + (w13 * in_image[((row + ow) + 1057)])) + (w14 * in_image[((row + ow) + 1058)])) + (w15 * in_image[((row + ow) + 1088)])) + (w16 * in_image[((row + ow) + 1089)])) + (w17 * in_image[((row + ow) + 1090)])) + (w18 * in_image[((row + ow) + 2048)])) + (w19 * in_image[((row + ow) + 2049)])) + (w20 * in_image[((row + ow) + 2050)])) + (w21 * in_image[((row + ow) + 2080)])) + (w22 * in_image[((row + ow) + 2081)])) + (w23 * in_image[((row + ow) + 2082)])) + (w24 * in_image[((row + ow) + 2112)])) + (w25 * in_image[((row + ow) + 2113)])) + (w26 * in_image[((row + ow) + 2114)]));
+          s_plane[(yrow + ow)] = ((acc > 0x0p+0f) ? acc : 0x0p+0f);
+        }
       }
     }
-  }
-  return 0;
-}
-
-// %1 = relu(%0)
-static int k1_relu(const float* __restrict__ v_0, float* __restrict__ v_1) {
-  #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
-  for (i64 i = 0; i < 57600; ++i) {
-    v_1[i] = ((v_0[i] > 0x0p+0f) ? v_0[i] : 0x0p+0f);
-  }
-  return 0;
-}
-
-// %h = maxpool2d(%1) {kernel=[2,2], padding=[0,0], stride=[]}
-static int k2_maxpool2d(const float* __restrict__ v_1, float* __restrict__ v_h) {
-  #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
-  for (i64 bc = 0; bc < 64; ++bc) {
-    i64 xbase = (bc * 900);
-    i64 ybase = (bc * 225);
-    for (i64 oh = 0; oh < 15; ++oh) {
-      for (i64 ow = 0; ow < 15; ++ow) {
-        i64 h0 = (oh * 2);
-        i64 w0 = (ow * 2);
-        i64 best = (((h0 < 0 ? 0 : h0) * 30) + (w0 < 0 ? 0 : w0));
-        float best_val = (-__builtin_inff());
-        for (i64 ih = (h0 < 0 ? 0 : h0); ih < (30 < (h0 + 2) ? 30 : (h0 + 2)); ++ih) {
-          for (i64 iw = (w0 < 0 ? 0 : w0); iw < (30 < (w0 + 2) ? 30 : (w0 + 2)); ++iw) {
-            float v = v_1[((xbase + (ih * 30)) + iw)];
-            if (((v > best_val) || __builtin_isnan(v))) {
-              best_val = v;
-              best = ((ih * 30) + iw);
-            }
-          }
-        }
-        v_h[((ybase + (oh * 15)) + ow)] = v_1[(xbase + best)];
+    for (i64 ph = 0; ph < 15; ++ph) {
+      i64 prow = (ybase + (ph * 60));
+      for (i64 pw = 0; pw < 15; ++pw) {
+        float v = s_plane[(prow + (pw * 2))];
+        float v1 = s_plane[((prow + (pw * 2)) + 1)];
+        float m = (((v1 > v) || __builtin_isnan(v1)) ? v1 : v);
+        float v2 = s_plane[((prow + (pw * 2)) + 30)];
+        float m1 = (((v2 > m) || __builtin_isnan(v2)) ? v2 : m);
+        float v3 = s_plane[((prow + (pw * 2)) + 31)];
+        float m2 = (((v3 > m1) || __builtin_isnan(v3)) ? v3 : m1);
+        v_h[(((bo * 225) + (ph * 15)) + pw)] = m2;
       }
     }
   }
@@ -167,7 +152,7 @@ static int k2_maxpool2d(const float* __restrict__ v_1, float* __restrict__ v_h) 
 
 // %logits = linear(%2, @fc.weight, @fc.bias)
 // C[4,10] = A · Bᵀ + bias per column
-static void g3_gemm(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias, float* __restrict__ c) {
+static void g1_gemm(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias, float* __restrict__ c) {
   for (i64 r = 0; r < 4; ++r) {
     float* row = c + r / 4 * 0 + r % 4 * 10;
     for (i64 j = 0; j < 10; ++j) row[j] = bias[j];
@@ -181,14 +166,11 @@ extern "C" int dnnc_run(void** buffers) {
   float* p_conv1_bias = (float*)buffers[2];  // param f32[16] conv1.bias
   float* p_fc_weight = (float*)buffers[3];  // param f32[10,3600] fc.weight
   float* p_fc_bias = (float*)buffers[4];  // param f32[10] fc.bias
-  float* v_0 = (float*)buffers[5];  // intermediate f32[4,16,30,30] 0
-  float* v_1 = (float*)buffers[6];  // intermediate f32[4,16,30,30] 1
-  float* v_h = (float*)buffers[7];  // intermediate f32[4,16,15,15] h
+  float* s_plane = (float*)buffers[5];  // scratch f32[57600]
+  float* v_h = (float*)buffers[6];  // intermediate f32[4,16,15,15] h
   float* v_2 = v_h;  // alias f32[4,3600] 2
-  float* v_logits = (float*)buffers[9];  // intermediate f32[4,10] logits
-  k0_conv2d(in_image, p_conv1_weight, p_conv1_bias, v_0);
-  k1_relu(v_0, v_1);
-  k2_maxpool2d(v_1, v_h);
-  g3_gemm(v_2, p_fc_weight, p_fc_bias, v_logits);
+  float* v_logits = (float*)buffers[8];  // intermediate f32[4,10] logits
+  k0_conv2d_pool(in_image, p_conv1_weight, p_conv1_bias, s_plane, v_h);
+  g1_gemm(v_2, p_fc_weight, p_fc_bias, v_logits);
   return 0;
 }

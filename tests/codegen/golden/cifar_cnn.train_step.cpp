@@ -83,11 +83,15 @@ static void dnnc_sgemm_split_k(bool ta, bool tb, i64 m, i64 n, i64 k, float alph
 }
 
 // %0 = conv2d(%image, @conv1.weight, @conv1.bias) {dilation=[1,1], groups=1, padding=[0,0], stride=[1,1]}
-static int k0_conv2d(const float* __restrict__ in_image, const float* __restrict__ p_conv1_weight, const float* __restrict__ p_conv1_bias, float* __restrict__ v_0) {
+// %1 = relu(%0)
+// %h = maxpool2d(%1) {kernel=[2,2], padding=[0,0], stride=[]}
+static int k0_conv2d_pool(const float* __restrict__ in_image, const float* __restrict__ p_conv1_weight, const float* __restrict__ p_conv1_bias, float* __restrict__ v_1, float* __restrict__ v_h) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 bo = 0; bo < 64; ++bo) {
     i64 b = (bo / 16);
     i64 o = (bo % 16);
+    i64 ybase = (bo * 900);
+    float bias = p_conv1_bias[o];
     i64 xbase = ((b * 3) * 1024);
     i64 wbase = (o * 27);
     float w0 = p_conv1_weight[wbase];
@@ -117,48 +121,29 @@ static int k0_conv2d(const float* __restrict__ in_image, const float* __restrict
     float w24 = p_conv1_weight[(wbase + 24)];
     float w25 = p_conv1_weight[(wbase + 25)];
     float w26 = p_conv1_weight[(wbase + 26)];
-    float bias = p_conv1_bias[o];
     for (i64 oh = 0; oh < 30; ++oh) {
       i64 row = (xbase + (oh * 32));
-      for (i64 ow = 0; ow < 30; ++ow) {
-        v_0[(((bo * 900) + (oh * 30)) + ow)] = (((((((((((((((((((((((((((bias + (w0 * in_image[(row + ow)])) + (w1 * in_image[((row + ow) + 1)])) + (w2 * in_image[((row + ow) + 2)])) + (w3 * in_image[((row + ow) + 32)])) + (w4 * in_image[((row + ow) + 33)])) + (w5 * in_image[((row + ow) + 34)])) + (w6 * in_image[((row + ow) + 64)])) + (w7 * in_image[((row + ow) + 65)])) + (w8 * in_image[((row + ow) + 66)])) + (w9 * in_image[((row + ow) + 1024)])) + (w10 * in_image[((row + ow) + 1025)])) + (w11 * in_image[((row + ow) + 1026)])) + (w12 * in_image[((row + ow) + 1056)])) + (w13 * in_image[((row + ow) + 1057)])) + (w14 * in_image[((row + ow) + 1058)])) + (w15 * in_image[((row + ow) + 1088)])) + (w16 * in_image[((row + ow) + 1089)])) + (w17 * in_image[((row + ow) + 1090)])) + (w18 * in_image[((row + ow) + 2048)])) + (w19 * in_image[((row + ow) + 2049)])) + (w20 * in_image[((row + ow) + 2050)])) + (w21 * in_image[((row + ow) + 2080)])) + (w22 * in_image[((row + ow) + 2081)])) + (w23 * in_image[((row + ow) + 2082)])) + (w24 * in_image[((row + ow) + 2112)])) + (w25 * in_image[((row + ow) + 2113)])) + (w26 * in_image[((row + ow) + 2114)]));
+      i64 yrow = (ybase + (oh * 30));
+      for (i64 owc = 0; owc < 2; ++owc) {
+        i64 ow_lo = (owc * 16);
+        i64 ow0 = (14 < ow_lo ? 14 : ow_lo);
+        for (i64 ow = ow0; ow < (ow0 + 16); ++ow) {
+          float acc = (((((((((((((((((((((((((((bias + (w0 * in_image[(row + ow)])) + (w1 * in_image[((row + ow) + 1)])) + (w2 * in_image[((row + ow) + 2)])) + (w3 * in_image[((row + ow) + 32)])) + (w4 * in_image[((row + ow) + 33)])) + (w5 * in_image[((row + ow) + 34)])) + (w6 * in_image[((row + ow) + 64)])) + (w7 * in_image[((row + ow) + 65)])) + (w8 * in_image[((row + ow) + 66)])) + (w9 * in_image[((row + ow) + 1024)])) + (w10 * in_image[((row + ow) + 1025)])) + (w11 * in_image[((row + ow) + 1026)])) + (w12 * in_image[((row + ow) + 1056)])) + (w13 * in_image[((row + ow) + 1057)])) + (w14 * in_image[((row + ow) + 1058)])) + (w15 * in_image[((row + ow) + 1088)])) + (w16 * in_image[((row + ow) + 1089)])) + (w17 * in_image[((row + ow) + 1090)])) + (w18 * in_image[((row + ow) + 2048)])) + (w19 * in_image[((row + ow) + 2049)])) + (w20 * in_image[((row + ow) + 2050)])) + (w21 * in_image[((row + ow) + 2080)])) + (w22 * in_image[((row + ow) + 2081)])) + (w23 * in_image[((row + ow) + 2082)])) + (w24 * in_image[((row + ow) + 2112)])) + (w25 * in_image[((row + ow) + 2113)])) + (w26 * in_image[((row + ow) + 2114)]));
+          v_1[(yrow + ow)] = ((acc > 0x0p+0f) ? acc : 0x0p+0f);
+        }
       }
     }
-  }
-  return 0;
-}
-
-// %1 = relu(%0)
-static int k1_relu(const float* __restrict__ v_0, float* __restrict__ v_1) {
-  #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
-  for (i64 i = 0; i < 57600; ++i) {
-    v_1[i] = ((v_0[i] > 0x0p+0f) ? v_0[i] : 0x0p+0f);
-  }
-  return 0;
-}
-
-// %h = maxpool2d(%1) {kernel=[2,2], padding=[0,0], stride=[]}
-static int k2_maxpool2d(const float* __restrict__ v_1, float* __restrict__ v_h) {
-  #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
-  for (i64 bc = 0; bc < 64; ++bc) {
-    i64 xbase = (bc * 900);
-    i64 ybase = (bc * 225);
-    for (i64 oh = 0; oh < 15; ++oh) {
-      for (i64 ow = 0; ow < 15; ++ow) {
-        i64 h0 = (oh * 2);
-        i64 w0 = (ow * 2);
-        i64 best = (((h0 < 0 ? 0 : h0) * 30) + (w0 < 0 ? 0 : w0));
-        float best_val = (-__builtin_inff());
-        for (i64 ih = (h0 < 0 ? 0 : h0); ih < (30 < (h0 + 2) ? 30 : (h0 + 2)); ++ih) {
-          for (i64 iw = (w0 < 0 ? 0 : w0); iw < (30 < (w0 + 2) ? 30 : (w0 + 2)); ++iw) {
-            float v = v_1[((xbase + (ih * 30)) + iw)];
-            if (((v > best_val) || __builtin_isnan(v))) {
-              best_val = v;
-              best = ((ih * 30) + iw);
-            }
-          }
-        }
-        v_h[((ybase + (oh * 15)) + ow)] = v_1[(xbase + best)];
+    for (i64 ph = 0; ph < 15; ++ph) {
+      i64 prow = (ybase + (ph * 60));
+      for (i64 pw = 0; pw < 15; ++pw) {
+        float v = v_1[(prow + (pw * 2))];
+        float v1 = v_1[((prow + (pw * 2)) + 1)];
+        float m = (((v1 > v) || __builtin_isnan(v1)) ? v1 : v);
+        float v2 = v_1[((prow + (pw * 2)) + 30)];
+        float m1 = (((v2 > m) || __builtin_isnan(v2)) ? v2 : m);
+        float v3 = v_1[((prow + (pw * 2)) + 31)];
+        float m2 = (((v3 > m1) || __builtin_isnan(v3)) ? v3 : m1);
+        v_h[(((bo * 225) + (ph * 15)) + pw)] = m2;
       }
     }
   }
@@ -167,7 +152,7 @@ static int k2_maxpool2d(const float* __restrict__ v_1, float* __restrict__ v_h) 
 
 // %logits = linear(%2, @fc.weight, @fc.bias)
 // C[4,10] = A · Bᵀ + bias per column
-static void g3_gemm(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias, float* __restrict__ c) {
+static void g1_gemm(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias, float* __restrict__ c) {
   for (i64 r = 0; r < 4; ++r) {
     float* row = c + r / 4 * 0 + r % 4 * 10;
     for (i64 j = 0; j < 10; ++j) row[j] = bias[j];
@@ -176,7 +161,7 @@ static void g3_gemm(const float* __restrict__ a, const float* __restrict__ b, co
 }
 
 // %loss = cross_entropy(%logits, %label)
-static int k4_cross_entropy(const float* __restrict__ v_logits, const i64* __restrict__ in_label, float* __restrict__ v_loss) {
+static int k2_cross_entropy(const float* __restrict__ v_logits, const i64* __restrict__ in_label, float* __restrict__ v_loss) {
   for (i64 b = 0; b < 4; ++b) {
     if (((in_label[b] < 0) || (in_label[b] >= 10))) return 1;
   }
@@ -197,13 +182,13 @@ static int k4_cross_entropy(const float* __restrict__ v_logits, const i64* __res
 }
 
 // %dloss = fill() {shape=[], value=1.0}
-static int k5_fill(float* __restrict__ v_dloss) {
+static int k3_fill(float* __restrict__ v_dloss) {
   v_dloss[0] = 0x1p+0f;
   return 0;
 }
 
 // %dlogits = cross_entropy_backward(%dloss, %logits, %label)
-static int k6_cross_entropy_backward(const float* __restrict__ v_dloss, const float* __restrict__ v_logits, const i64* __restrict__ in_label, float* __restrict__ v_dlogits) {
+static int k4_cross_entropy_backward(const float* __restrict__ v_dloss, const float* __restrict__ v_logits, const i64* __restrict__ in_label, float* __restrict__ v_dlogits) {
   for (i64 b = 0; b < 4; ++b) {
     if (((in_label[b] < 0) || (in_label[b] >= 10))) return 1;
   }
@@ -226,7 +211,7 @@ static int k6_cross_entropy_backward(const float* __restrict__ v_dloss, const fl
 }
 
 // %fc.bias.grad = reduce_sum(%dlogits) {axes=[0], keepdim=false}
-static int k7_reduce_sum(const float* __restrict__ v_dlogits, float* __restrict__ v_fc_bias_grad) {
+static int k5_reduce_sum(const float* __restrict__ v_dlogits, float* __restrict__ v_fc_bias_grad) {
   for (i64 o = 0; o < 10; ++o) {
     v_fc_bias_grad[o] = 0x0p+0f;
   }
@@ -240,78 +225,74 @@ static int k7_reduce_sum(const float* __restrict__ v_dlogits, float* __restrict_
 
 // %d2 = matmul(%dlogits, @fc.weight) {transpose_a=false, transpose_b=false}
 // C[4,3600] = A · B
-static void g8_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
+static void g6_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
   dnnc_sgemm(false, false, 4, 3600, 10, 0x1p+0f, a, 10, b, 3600, 0x0p+0f, c, 3600);
 }
 
 // %d1 = maxpool2d_backward(%dh, %1) {kernel=[2,2], padding=[0,0], stride=[]}
-static int k9_maxpool2d_backward(const float* __restrict__ v_dh, const float* __restrict__ v_1, float* __restrict__ v_d1) {
-  #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
-  for (i64 bc = 0; bc < 64; ++bc) {
-    i64 xbase = (bc * 900);
-    i64 ybase = (bc * 225);
-    for (i64 i = 0; i < 900; ++i) {
-      v_d1[(xbase + i)] = 0x0p+0f;
-    }
-    for (i64 oh = 0; oh < 15; ++oh) {
-      for (i64 ow = 0; ow < 15; ++ow) {
-        i64 h0 = (oh * 2);
-        i64 w0 = (ow * 2);
-        i64 best = (((h0 < 0 ? 0 : h0) * 30) + (w0 < 0 ? 0 : w0));
-        float best_val = (-__builtin_inff());
-        for (i64 ih = (h0 < 0 ? 0 : h0); ih < (30 < (h0 + 2) ? 30 : (h0 + 2)); ++ih) {
-          for (i64 iw = (w0 < 0 ? 0 : w0); iw < (30 < (w0 + 2) ? 30 : (w0 + 2)); ++iw) {
-            float v = v_1[((xbase + (ih * 30)) + iw)];
-            if (((v > best_val) || __builtin_isnan(v))) {
-              best_val = v;
-              best = ((ih * 30) + iw);
-            }
-          }
-        }
-        v_d1[(xbase + best)] += v_dh[((ybase + (oh * 15)) + ow)];
-      }
-    }
-  }
-  return 0;
-}
-
 // %d0 = relu_backward(%d1, %1)
-static int k10_relu_backward(const float* __restrict__ v_d1, const float* __restrict__ v_1, float* __restrict__ v_d0) {
-  #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
-  for (i64 i = 0; i < 57600; ++i) {
-    v_d0[i] = ((v_1[i] > 0x0p+0f) ? v_d1[i] : 0x0p+0f);
-  }
-  return 0;
-}
-
 // %conv1.bias.grad = reduce_sum(%d0) {axes=[0,2,3], keepdim=false}
-static int k11_reduce_sum(const float* __restrict__ v_d0, float* __restrict__ v_conv1_bias_grad) {
+static int k7_maxpool2d_backward_bias(const float* __restrict__ v_dh, const float* __restrict__ v_1, float* __restrict__ v_d0, float* __restrict__ s_bias_part, float* __restrict__ v_conv1_bias_grad) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
-  for (i64 o = 0; o < 16; ++o) {
-    float acc = 0x0p+0f;
-    for (i64 r = 0; r < 4; ++r) {
-      for (i64 r1 = 0; r1 < 900; ++r1) {
-        acc = (acc + v_d0[((((o % 16) * 900) + (r * 14400)) + r1)]);
+  for (i64 ch = 0; ch < 16; ++ch) {
+    i64 pbase = (ch * 30);
+    for (i64 j = 0; j < 30; ++j) {
+      s_bias_part[(pbase + j)] = 0x0p+0f;
+    }
+    for (i64 b = 0; b < 4; ++b) {
+      i64 bc = ((b * 16) + ch);
+      i64 xbase = (bc * 900);
+      i64 ybase = (bc * 225);
+      for (i64 oh = 0; oh < 15; ++oh) {
+        i64 row = (xbase + (oh * 60));
+        for (i64 ow = 0; ow < 15; ++ow) {
+          i64 col = (row + (ow * 2));
+          float v = v_1[col];
+          float v1 = v_1[(col + 1)];
+          float bi = (__builtin_isnan(v1) ? 0x1p+0f : ((v1 > v) ? 0x1p+0f : 0x0p+0f));
+          float m = (__builtin_isnan(v1) ? v1 : ((v1 > v) ? v1 : v));
+          float v2 = v_1[(col + 30)];
+          float bi1 = (__builtin_isnan(v2) ? 0x1p+1f : ((v2 > m) ? 0x1p+1f : bi));
+          float m1 = (__builtin_isnan(v2) ? v2 : ((v2 > m) ? v2 : m));
+          float v3 = v_1[(col + 31)];
+          float bi2 = (__builtin_isnan(v3) ? 0x1.8p+1f : ((v3 > m1) ? 0x1.8p+1f : bi1));
+          float m2 = (__builtin_isnan(v3) ? v3 : ((v3 > m1) ? v3 : m1));
+          float grad = v_dh[((ybase + (oh * 15)) + ow)];
+          v_d0[col] = ((v_1[col] > 0x0p+0f) ? ((bi2 == 0x0p+0f) ? grad : 0x0p+0f) : 0x0p+0f);
+          v_d0[(col + 1)] = ((v_1[(col + 1)] > 0x0p+0f) ? ((bi2 == 0x1p+0f) ? grad : 0x0p+0f) : 0x0p+0f);
+          v_d0[(col + 30)] = ((v_1[(col + 30)] > 0x0p+0f) ? ((bi2 == 0x1p+1f) ? grad : 0x0p+0f) : 0x0p+0f);
+          v_d0[(col + 31)] = ((v_1[(col + 31)] > 0x0p+0f) ? ((bi2 == 0x1.8p+1f) ? grad : 0x0p+0f) : 0x0p+0f);
+        }
+      }
+      for (i64 ih = 0; ih < 30; ++ih) {
+        i64 srow = (xbase + (ih * 30));
+        for (i64 iw = 0; iw < 30; ++iw) {
+          s_bias_part[(pbase + iw)] += v_d0[(srow + iw)];
+        }
       }
     }
-    v_conv1_bias_grad[o] = acc;
+    float acc = 0x0p+0f;
+    for (i64 j1 = 0; j1 < 30; ++j1) {
+      acc = (acc + s_bias_part[(pbase + j1)]);
+    }
+    v_conv1_bias_grad[ch] = acc;
   }
   return 0;
 }
 
 // %conv1.weight.grad = conv2d_backward_weight(%d0, %image) {dilation=[1,1], groups=1, kernel=[3,3], padding=[0,0], stride=[1,1]}
 //   (im2col of image)
-static int k12_im2col(const float* __restrict__ in_image, float* __restrict__ s_col) {
+static int k8_im2col(const float* __restrict__ in_image, float* __restrict__ s_col) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 bc = 0; bc < 12; ++bc) {
     i64 xbase = (bc * 1024);
-    i64 cbase = (((bc % 3) * 32400) + ((bc / 3) * 900));
+    i64 cbase = (bc * 8100);
     for (i64 ki = 0; ki < 3; ++ki) {
       for (i64 kj = 0; kj < 3; ++kj) {
         for (i64 oh = (0 < (-ki) ? (-ki) : 0); oh < (((-ki) + 32) < 30 ? ((-ki) + 32) : 30); ++oh) {
           i64 ih = (oh + ki);
           for (i64 ow = (0 < (-kj) ? (-kj) : 0); ow < (((-kj) + 32) < 30 ? ((-kj) + 32) : 30); ++ow) {
-            s_col[(((cbase + (((ki * 3) + kj) * 3600)) + (oh * 30)) + ow)] = in_image[((xbase + (ih * 32)) + (ow + kj))];
+            s_col[(((cbase + (((ki * 3) + kj) * 900)) + (oh * 30)) + ow)] = in_image[((xbase + (ih * 32)) + (ow + kj))];
           }
         }
       }
@@ -321,40 +302,43 @@ static int k12_im2col(const float* __restrict__ in_image, float* __restrict__ s_
 }
 
 // %conv1.weight.grad = conv2d_backward_weight(%d0, %image) {dilation=[1,1], groups=1, kernel=[3,3], padding=[0,0], stride=[1,1]}
-//   (dy as [O, B*P])
-static int k13_dy_t(const float* __restrict__ v_d0, float* __restrict__ s_dy_t) {
-  #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
-  for (i64 ob = 0; ob < 64; ++ob) {
-    i64 o = (ob / 4);
-    i64 b = (ob % 4);
-    for (i64 i = 0; i < 900; ++i) {
-      s_dy_t[((ob * 900) + i)] = v_d0[((((b * 16) + o) * 900) + i)];
+// C[16,27] = A · Bᵀ, 4 problems
+static void g9_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
+#pragma omp parallel for num_threads(dnnc_threads) schedule(static)
+  for (i64 bi = 0; bi < 4; ++bi) {
+    dnnc_sgemm(false, true, 16, 27, 900, 0x1p+0f, a + bi * 14400, 900, b + bi * 24300, 900, 0x0p+0f, c + bi * 432, 27);
+  }
+}
+
+// %conv1.weight.grad = conv2d_backward_weight(%d0, %image) {dilation=[1,1], groups=1, kernel=[3,3], padding=[0,0], stride=[1,1]}
+//   (sum of the images' products)
+static int k10_dw_sum(const float* __restrict__ s_dw_parts, float* __restrict__ v_conv1_weight_grad) {
+  for (i64 i = 0; i < 432; ++i) {
+    v_conv1_weight_grad[i] = s_dw_parts[i];
+  }
+  for (i64 b = 1; b < 4; ++b) {
+    for (i64 i1 = 0; i1 < 432; ++i1) {
+      v_conv1_weight_grad[i1] += s_dw_parts[((b * 432) + i1)];
     }
   }
   return 0;
 }
 
-// %conv1.weight.grad = conv2d_backward_weight(%d0, %image) {dilation=[1,1], groups=1, kernel=[3,3], padding=[0,0], stride=[1,1]}
-// C[16,27] = A · Bᵀ
-static void g14_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
-  dnnc_sgemm_split_k(false, true, 16, 27, 3600, 0x1p+0f, a, 3600, b, 3600, c, 27);
-}
-
 // %fc.weight.grad = matmul(%dlogits, %2) {transpose_a=true, transpose_b=false}
 // C[10,3600] = Aᵀ · B
-static void g15_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
+static void g11_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
   dnnc_sgemm(true, false, 10, 3600, 4, 0x1p+0f, a, 10, b, 3600, 0x0p+0f, c, 3600);
 }
 
 // %step = add_scalar(@dnnc.step) {value=1.0}
-static int k16_add_scalar(float* __restrict__ p_dnnc_step) {
+static int k12_add_scalar(float* __restrict__ p_dnnc_step) {
   float s_0 = p_dnnc_step[0];
   p_dnnc_step[0] = (s_0 + 0x1p+0f);
   return 0;
 }
 
 // %conv1.weight.new, %3 = sgd_update(@conv1.weight, %conv1.weight.grad, @conv1.weight.momentum_buffer, %step) {dampening=0.0, lr=0.001, momentum=0.9, nesterov=false, weight_decay=0.0}
-static int k17_sgd_update(float* __restrict__ p_conv1_weight, const float* __restrict__ v_conv1_weight_grad, float* __restrict__ p_conv1_weight_momentum_buffer, const float* __restrict__ v_step) {
+static int k13_sgd_update(float* __restrict__ p_conv1_weight, const float* __restrict__ v_conv1_weight_grad, float* __restrict__ p_conv1_weight_momentum_buffer, const float* __restrict__ v_step) {
   float s_0 = v_step[0];
   if ((!(s_0 >= 0x1p+0f))) return 1;
   bool first = (s_0 == 0x1p+0f);
@@ -369,7 +353,7 @@ static int k17_sgd_update(float* __restrict__ p_conv1_weight, const float* __res
 }
 
 // %conv1.bias.new, %4 = sgd_update(@conv1.bias, %conv1.bias.grad, @conv1.bias.momentum_buffer, %step) {dampening=0.0, lr=0.001, momentum=0.9, nesterov=false, weight_decay=0.0}
-static int k18_sgd_update(float* __restrict__ p_conv1_bias, const float* __restrict__ v_conv1_bias_grad, float* __restrict__ p_conv1_bias_momentum_buffer, const float* __restrict__ v_step) {
+static int k14_sgd_update(float* __restrict__ p_conv1_bias, const float* __restrict__ v_conv1_bias_grad, float* __restrict__ p_conv1_bias_momentum_buffer, const float* __restrict__ v_step) {
   float s_0 = v_step[0];
   if ((!(s_0 >= 0x1p+0f))) return 1;
   bool first = (s_0 == 0x1p+0f);
@@ -384,7 +368,7 @@ static int k18_sgd_update(float* __restrict__ p_conv1_bias, const float* __restr
 }
 
 // %fc.weight.new, %5 = sgd_update(@fc.weight, %fc.weight.grad, @fc.weight.momentum_buffer, %step) {dampening=0.0, lr=0.001, momentum=0.9, nesterov=false, weight_decay=0.0}
-static int k19_sgd_update(float* __restrict__ p_fc_weight, const float* __restrict__ v_fc_weight_grad, float* __restrict__ p_fc_weight_momentum_buffer, const float* __restrict__ v_step) {
+static int k15_sgd_update(float* __restrict__ p_fc_weight, const float* __restrict__ v_fc_weight_grad, float* __restrict__ p_fc_weight_momentum_buffer, const float* __restrict__ v_step) {
   float s_0 = v_step[0];
   if ((!(s_0 >= 0x1p+0f))) return 1;
   bool first = (s_0 == 0x1p+0f);
@@ -400,7 +384,7 @@ static int k19_sgd_update(float* __restrict__ p_fc_weight, const float* __restri
 }
 
 // %fc.bias.new, %6 = sgd_update(@fc.bias, %fc.bias.grad, @fc.bias.momentum_buffer, %step) {dampening=0.0, lr=0.001, momentum=0.9, nesterov=false, weight_decay=0.0}
-static int k20_sgd_update(float* __restrict__ p_fc_bias, const float* __restrict__ v_fc_bias_grad, float* __restrict__ p_fc_bias_momentum_buffer, const float* __restrict__ v_step) {
+static int k16_sgd_update(float* __restrict__ p_fc_bias, const float* __restrict__ v_fc_bias_grad, float* __restrict__ p_fc_bias_momentum_buffer, const float* __restrict__ v_step) {
   float s_0 = v_step[0];
   if ((!(s_0 >= 0x1p+0f))) return 1;
   bool first = (s_0 == 0x1p+0f);
@@ -426,24 +410,23 @@ extern "C" int dnnc_run(void** buffers) {
   float* p_conv1_bias_momentum_buffer = (float*)buffers[8];  // param f32[16] conv1.bias.momentum_buffer
   float* p_fc_weight_momentum_buffer = (float*)buffers[9];  // param f32[10,3600] fc.weight.momentum_buffer
   float* p_fc_bias_momentum_buffer = (float*)buffers[10];  // param f32[10] fc.bias.momentum_buffer
-  float* v_0 = (float*)buffers[11];  // intermediate f32[4,16,30,30] 0
-  float* v_1 = (float*)buffers[12];  // intermediate f32[4,16,30,30] 1
-  float* v_h = (float*)buffers[13];  // intermediate f32[4,16,15,15] h
+  float* v_1 = (float*)buffers[11];  // intermediate f32[4,16,30,30] 1
+  float* v_h = (float*)buffers[12];  // intermediate f32[4,16,15,15] h
   float* v_2 = v_h;  // alias f32[4,3600] 2
-  float* v_logits = (float*)buffers[15];  // intermediate f32[4,10] logits
-  float* v_loss = (float*)buffers[16];  // intermediate f32[] loss
-  float* v_dloss = (float*)buffers[17];  // intermediate f32[] dloss
-  float* v_dlogits = (float*)buffers[18];  // intermediate f32[4,10] dlogits
-  float* v_fc_bias_grad = (float*)buffers[19];  // intermediate f32[10] fc.bias.grad
-  float* v_d2 = (float*)buffers[20];  // intermediate f32[4,3600] d2
+  float* v_logits = (float*)buffers[14];  // intermediate f32[4,10] logits
+  float* v_loss = (float*)buffers[15];  // intermediate f32[] loss
+  float* v_dloss = (float*)buffers[16];  // intermediate f32[] dloss
+  float* v_dlogits = (float*)buffers[17];  // intermediate f32[4,10] dlogits
+  float* v_fc_bias_grad = (float*)buffers[18];  // intermediate f32[10] fc.bias.grad
+  float* v_d2 = (float*)buffers[19];  // intermediate f32[4,3600] d2
   float* v_dh = v_d2;  // alias f32[4,16,15,15] dh
-  float* v_d1 = (float*)buffers[22];  // intermediate f32[4,16,30,30] d1
-  float* v_d0 = (float*)buffers[23];  // intermediate f32[4,16,30,30] d0
-  float* v_conv1_bias_grad = (float*)buffers[24];  // intermediate f32[16] conv1.bias.grad
-  float* s_col = (float*)buffers[25];  // scratch f32[97200]
-  float* s_dy_t = (float*)buffers[26];  // scratch f32[57600]
-  float* v_conv1_weight_grad = (float*)buffers[27];  // intermediate f32[16,3,3,3] conv1.weight.grad
-  float* v_fc_weight_grad = (float*)buffers[28];  // intermediate f32[10,3600] fc.weight.grad
+  float* s_bias_part = (float*)buffers[21];  // scratch f32[480]
+  float* v_d0 = (float*)buffers[22];  // intermediate f32[4,16,30,30] d0
+  float* v_conv1_bias_grad = (float*)buffers[23];  // intermediate f32[16] conv1.bias.grad
+  float* s_col = (float*)buffers[24];  // scratch f32[97200]
+  float* v_conv1_weight_grad = (float*)buffers[25];  // intermediate f32[16,3,3,3] conv1.weight.grad
+  float* s_dw_parts = (float*)buffers[26];  // scratch f32[1728]
+  float* v_fc_weight_grad = (float*)buffers[27];  // intermediate f32[10,3600] fc.weight.grad
   float* v_step = p_dnnc_step;  // alias f32[] step
   float* v_conv1_weight_new = p_conv1_weight;  // alias f32[16,3,3,3] conv1.weight.new
   float* v_3 = p_conv1_weight_momentum_buffer;  // alias f32[16,3,3,3] 3
@@ -453,26 +436,22 @@ extern "C" int dnnc_run(void** buffers) {
   float* v_5 = p_fc_weight_momentum_buffer;  // alias f32[10,3600] 5
   float* v_fc_bias_new = p_fc_bias;  // alias f32[10] fc.bias.new
   float* v_6 = p_fc_bias_momentum_buffer;  // alias f32[10] 6
-  k0_conv2d(in_image, p_conv1_weight, p_conv1_bias, v_0);
-  k1_relu(v_0, v_1);
-  k2_maxpool2d(v_1, v_h);
-  g3_gemm(v_2, p_fc_weight, p_fc_bias, v_logits);
-  if (int e = k4_cross_entropy(v_logits, in_label, v_loss)) return 0 + e;
-  k5_fill(v_dloss);
-  if (int e = k6_cross_entropy_backward(v_dloss, v_logits, in_label, v_dlogits)) return 1 + e;
-  k7_reduce_sum(v_dlogits, v_fc_bias_grad);
-  g8_gemm(v_dlogits, p_fc_weight, v_d2);
-  k9_maxpool2d_backward(v_dh, v_1, v_d1);
-  k10_relu_backward(v_d1, v_1, v_d0);
-  k11_reduce_sum(v_d0, v_conv1_bias_grad);
-  k12_im2col(in_image, s_col);
-  k13_dy_t(v_d0, s_dy_t);
-  g14_gemm(s_dy_t, s_col, v_conv1_weight_grad);
-  g15_gemm(v_dlogits, v_2, v_fc_weight_grad);
-  k16_add_scalar(p_dnnc_step);
-  if (int e = k17_sgd_update(p_conv1_weight, v_conv1_weight_grad, p_conv1_weight_momentum_buffer, v_step)) return 2 + e;
-  if (int e = k18_sgd_update(p_conv1_bias, v_conv1_bias_grad, p_conv1_bias_momentum_buffer, v_step)) return 3 + e;
-  if (int e = k19_sgd_update(p_fc_weight, v_fc_weight_grad, p_fc_weight_momentum_buffer, v_step)) return 4 + e;
-  if (int e = k20_sgd_update(p_fc_bias, v_fc_bias_grad, p_fc_bias_momentum_buffer, v_step)) return 5 + e;
+  k0_conv2d_pool(in_image, p_conv1_weight, p_conv1_bias, v_1, v_h);
+  g1_gemm(v_2, p_fc_weight, p_fc_bias, v_logits);
+  if (int e = k2_cross_entropy(v_logits, in_label, v_loss)) return 0 + e;
+  k3_fill(v_dloss);
+  if (int e = k4_cross_entropy_backward(v_dloss, v_logits, in_label, v_dlogits)) return 1 + e;
+  k5_reduce_sum(v_dlogits, v_fc_bias_grad);
+  g6_gemm(v_dlogits, p_fc_weight, v_d2);
+  k7_maxpool2d_backward_bias(v_dh, v_1, v_d0, s_bias_part, v_conv1_bias_grad);
+  k8_im2col(in_image, s_col);
+  g9_gemm(v_d0, s_col, s_dw_parts);
+  k10_dw_sum(s_dw_parts, v_conv1_weight_grad);
+  g11_gemm(v_dlogits, v_2, v_fc_weight_grad);
+  k12_add_scalar(p_dnnc_step);
+  if (int e = k13_sgd_update(p_conv1_weight, v_conv1_weight_grad, p_conv1_weight_momentum_buffer, v_step)) return 2 + e;
+  if (int e = k14_sgd_update(p_conv1_bias, v_conv1_bias_grad, p_conv1_bias_momentum_buffer, v_step)) return 3 + e;
+  if (int e = k15_sgd_update(p_fc_weight, v_fc_weight_grad, p_fc_weight_momentum_buffer, v_step)) return 4 + e;
+  if (int e = k16_sgd_update(p_fc_bias, v_fc_bias_grad, p_fc_bias_momentum_buffer, v_step)) return 5 + e;
   return 0;
 }
