@@ -263,22 +263,27 @@ size_t lower_pool_backward_chain(LowerCtx& ctx, const std::vector<const ir::Node
   ctx.comment.clear();
   for (const ir::Node* n : inside) ctx.comment.push_back(ctx.node_text(*n));
   int part = bsum ? ctx.scratch("bias_part", c * g.w) : -1;
+  bool tiled = g.p0 == 0 && g.p1 == 0 && g.s0 == g.k0 && g.s1 == g.k1 && g.k0 * g.k1 <= 64;
+  // The argmax of each window of a row, per parallel iteration (tiled windows only).
+  int idx = tiled ? ctx.scratch("pool_argmax", (bsum ? c : b * c) * g.wo) : -1;
   KernelDraft d(ctx, ctx.kernel_name(bsum ? "maxpool2d_backward_bias" : "maxpool2d_backward_chain"));
   int dy = d.read(ctx.buffer(pb.inputs[0]));
   int x = d.read(ctx.buffer(pb.inputs[1]));
   std::vector<std::vector<int>> operands = chain_operands(d, ctx, chain);
   int dx = d.write(ctx.define(last));
   int pp = bsum ? d.write(part) : -1;
+  int ip = tiled ? d.write(idx) : -1;
   int bg = bsum ? d.write(ctx.define(bsum->outputs[0])) : -1;
   KernelBuilder& kb = d.kb;
   // Windows that tile the plane without overlap or padding: each input cell gets its window's
   // gradient or 0 directly; cells past the last window get 0.
-  bool tiled = g.p0 == 0 && g.p1 == 0 && g.s0 == g.k0 && g.s1 == g.k1 && g.k0 * g.k1 <= 64;
-  auto plane_body = [&](Expr xbase, Expr ybase) {
+  auto plane_body = [&](Expr xbase, Expr ybase, Expr ibase) {
     auto put = [&](Expr idx, Expr v) { kb.store(dx, idx, apply_chain(kb, chain, operands, v, idx)); };
     if (tiled) {
       kb.loop("oh", g.ho, false, [&](Expr oh) {
         Expr row = kb.let("row", xbase + oh * i64c(g.k0 * g.w));
+        // Two passes over the row's windows: their argmax into scratch, then the writes (gcc
+        // vectorizes each pass; one loop doing both is left scalar, "control flow in loop").
         kb.loop("ow", g.wo, false, [&](Expr ow) {
           Expr col = kb.let("col", row + ow * i64c(g.k1));
           Expr best, best_val;
@@ -297,6 +302,11 @@ size_t lower_pool_backward_chain(LowerCtx& ctx, const std::vector<const ir::Node
               best = kb.let("bi", select(nan, tv, select(more, tv, best)));
               best_val = kb.let("m", select(nan, v, select(more, v, best_val)));
             }
+          kb.store(ip, ibase + ow, best);
+        });
+        kb.loop("ow", g.wo, false, [&](Expr ow) {
+          Expr col = kb.let("col", row + ow * i64c(g.k1));
+          Expr best = kb.let("bi", kb.load(ip, ibase + ow));
           Expr grad = kb.let("grad", kb.load(dy, ybase + oh * i64c(g.wo) + ow));
           for (int64_t r = 0, t = 0; r < g.k0; ++r)
             for (int64_t q = 0; q < g.k1; ++q, ++t)
@@ -330,7 +340,7 @@ size_t lower_pool_backward_chain(LowerCtx& ctx, const std::vector<const ir::Node
   bool par = ctx.parallel(product(xs));
   if (!bsum) {
     kb.loop("bc", b * c, par && b * c > 1, [&](Expr bc) {
-      plane_body(kb.let("xbase", bc * i64c(plane)), kb.let("ybase", bc * i64c(g.ho * g.wo)));
+      plane_body(kb.let("xbase", bc * i64c(plane)), kb.let("ybase", bc * i64c(g.ho * g.wo)), bc * i64c(g.wo));
     });
   } else {
     // Channels over the threads, images inside: the bias gradient of a channel is summed per
@@ -341,7 +351,7 @@ size_t lower_pool_backward_chain(LowerCtx& ctx, const std::vector<const ir::Node
       kb.loop("b", b, false, [&](Expr bv) {
         Expr bc = kb.let("bc", bv * i64c(c) + ch);
         Expr xbase = kb.let("xbase", bc * i64c(plane));
-        plane_body(xbase, kb.let("ybase", bc * i64c(g.ho * g.wo)));
+        plane_body(xbase, kb.let("ybase", bc * i64c(g.ho * g.wo)), ch * i64c(g.wo));
         kb.loop("ih", g.h, false, [&](Expr ih) {
           Expr row = kb.let("srow", xbase + ih * i64c(g.w));
           kb.loop("iw", g.w, false, [&](Expr iw) { kb.accumulate(pp, pbase + iw, kb.load(dx, row + iw)); });

@@ -232,7 +232,7 @@ static void g6_gemm(const float* __restrict__ a, const float* __restrict__ b, fl
 // %d1 = maxpool2d_backward(%dh, %1) {kernel=[2,2], padding=[0,0], stride=[]}
 // %d0 = relu_backward(%d1, %1)
 // %conv1.bias.grad = reduce_sum(%d0) {axes=[0,2,3], keepdim=false}
-static int k7_maxpool2d_backward_bias(const float* __restrict__ v_dh, const float* __restrict__ v_1, float* __restrict__ v_d0, float* __restrict__ s_bias_part, float* __restrict__ v_conv1_bias_grad) {
+static int k7_maxpool2d_backward_bias(const float* __restrict__ v_dh, const float* __restrict__ v_1, float* __restrict__ v_d0, float* __restrict__ s_bias_part, float* __restrict__ s_pool_argmax, float* __restrict__ v_conv1_bias_grad) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 ch = 0; ch < 16; ++ch) {
     i64 pbase = (ch * 30);
@@ -257,11 +257,16 @@ static int k7_maxpool2d_backward_bias(const float* __restrict__ v_dh, const floa
           float v3 = v_1[(col + 31)];
           float bi2 = (__builtin_isnan(v3) ? 0x1.8p+1f : ((v3 > m1) ? 0x1.8p+1f : bi1));
           float m2 = (__builtin_isnan(v3) ? v3 : ((v3 > m1) ? v3 : m1));
-          float grad = v_dh[((ybase + (oh * 15)) + ow)];
-          v_d0[col] = ((v_1[col] > 0x0p+0f) ? ((bi2 == 0x0p+0f) ? grad : 0x0p+0f) : 0x0p+0f);
-          v_d0[(col + 1)] = ((v_1[(col + 1)] > 0x0p+0f) ? ((bi2 == 0x1p+0f) ? grad : 0x0p+0f) : 0x0p+0f);
-          v_d0[(col + 30)] = ((v_1[(col + 30)] > 0x0p+0f) ? ((bi2 == 0x1p+1f) ? grad : 0x0p+0f) : 0x0p+0f);
-          v_d0[(col + 31)] = ((v_1[(col + 31)] > 0x0p+0f) ? ((bi2 == 0x1.8p+1f) ? grad : 0x0p+0f) : 0x0p+0f);
+          s_pool_argmax[((ch * 15) + ow)] = bi2;
+        }
+        for (i64 ow1 = 0; ow1 < 15; ++ow1) {
+          i64 col1 = (row + (ow1 * 2));
+          float bi3 = s_pool_argmax[((ch * 15) + ow1)];
+          float grad = v_dh[((ybase + (oh * 15)) + ow1)];
+          v_d0[col1] = ((v_1[col1] > 0x0p+0f) ? ((bi3 == 0x0p+0f) ? grad : 0x0p+0f) : 0x0p+0f);
+          v_d0[(col1 + 1)] = ((v_1[(col1 + 1)] > 0x0p+0f) ? ((bi3 == 0x1p+0f) ? grad : 0x0p+0f) : 0x0p+0f);
+          v_d0[(col1 + 30)] = ((v_1[(col1 + 30)] > 0x0p+0f) ? ((bi3 == 0x1p+1f) ? grad : 0x0p+0f) : 0x0p+0f);
+          v_d0[(col1 + 31)] = ((v_1[(col1 + 31)] > 0x0p+0f) ? ((bi3 == 0x1.8p+1f) ? grad : 0x0p+0f) : 0x0p+0f);
         }
       }
       for (i64 ih = 0; ih < 30; ++ih) {
@@ -421,12 +426,13 @@ extern "C" int dnnc_run(void** buffers) {
   float* v_d2 = (float*)buffers[19];  // intermediate f32[4,3600] d2
   float* v_dh = v_d2;  // alias f32[4,16,15,15] dh
   float* s_bias_part = (float*)buffers[21];  // scratch f32[480]
-  float* v_d0 = (float*)buffers[22];  // intermediate f32[4,16,30,30] d0
-  float* v_conv1_bias_grad = (float*)buffers[23];  // intermediate f32[16] conv1.bias.grad
-  float* s_col = (float*)buffers[24];  // scratch f32[97200]
-  float* v_conv1_weight_grad = (float*)buffers[25];  // intermediate f32[16,3,3,3] conv1.weight.grad
-  float* s_dw_parts = (float*)buffers[26];  // scratch f32[1728]
-  float* v_fc_weight_grad = (float*)buffers[27];  // intermediate f32[10,3600] fc.weight.grad
+  float* s_pool_argmax = (float*)buffers[22];  // scratch f32[240]
+  float* v_d0 = (float*)buffers[23];  // intermediate f32[4,16,30,30] d0
+  float* v_conv1_bias_grad = (float*)buffers[24];  // intermediate f32[16] conv1.bias.grad
+  float* s_col = (float*)buffers[25];  // scratch f32[97200]
+  float* v_conv1_weight_grad = (float*)buffers[26];  // intermediate f32[16,3,3,3] conv1.weight.grad
+  float* s_dw_parts = (float*)buffers[27];  // scratch f32[1728]
+  float* v_fc_weight_grad = (float*)buffers[28];  // intermediate f32[10,3600] fc.weight.grad
   float* v_step = p_dnnc_step;  // alias f32[] step
   float* v_conv1_weight_new = p_conv1_weight;  // alias f32[16,3,3,3] conv1.weight.new
   float* v_3 = p_conv1_weight_momentum_buffer;  // alias f32[16,3,3,3] 3
@@ -443,7 +449,7 @@ extern "C" int dnnc_run(void** buffers) {
   if (int e = k4_cross_entropy_backward(v_dloss, v_logits, in_label, v_dlogits)) return 1 + e;
   k5_reduce_sum(v_dlogits, v_fc_bias_grad);
   g6_gemm(v_dlogits, p_fc_weight, v_d2);
-  k7_maxpool2d_backward_bias(v_dh, v_1, v_d0, s_bias_part, v_conv1_bias_grad);
+  k7_maxpool2d_backward_bias(v_dh, v_1, v_d0, s_bias_part, s_pool_argmax, v_conv1_bias_grad);
   k8_im2col(in_image, s_col);
   g9_gemm(v_d0, s_col, s_dw_parts);
   k10_dw_sum(s_dw_parts, v_conv1_weight_grad);

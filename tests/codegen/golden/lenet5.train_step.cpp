@@ -413,7 +413,7 @@ static void g19_gemm(const float* __restrict__ a, const float* __restrict__ b, f
 // %d3 = maxpool2d_backward(%dh2, %3) {kernel=[2,2], padding=[0,0], stride=[]}
 // %d2 = relu_backward(%d3, %3)
 // %conv2.bias.grad = reduce_sum(%d2) {axes=[0,2,3], keepdim=false}
-static int k20_maxpool2d_backward_bias(const float* __restrict__ v_dh2, const float* __restrict__ v_3, float* __restrict__ v_d2, float* __restrict__ s_bias_part, float* __restrict__ v_conv2_bias_grad) {
+static int k20_maxpool2d_backward_bias(const float* __restrict__ v_dh2, const float* __restrict__ v_3, float* __restrict__ v_d2, float* __restrict__ s_bias_part, float* __restrict__ s_pool_argmax, float* __restrict__ v_conv2_bias_grad) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 ch = 0; ch < 16; ++ch) {
     i64 pbase = (ch * 10);
@@ -438,11 +438,16 @@ static int k20_maxpool2d_backward_bias(const float* __restrict__ v_dh2, const fl
           float v3 = v_3[(col + 11)];
           float bi2 = (__builtin_isnan(v3) ? 0x1.8p+1f : ((v3 > m1) ? 0x1.8p+1f : bi1));
           float m2 = (__builtin_isnan(v3) ? v3 : ((v3 > m1) ? v3 : m1));
-          float grad = v_dh2[((ybase + (oh * 5)) + ow)];
-          v_d2[col] = ((v_3[col] > 0x0p+0f) ? ((bi2 == 0x0p+0f) ? grad : 0x0p+0f) : 0x0p+0f);
-          v_d2[(col + 1)] = ((v_3[(col + 1)] > 0x0p+0f) ? ((bi2 == 0x1p+0f) ? grad : 0x0p+0f) : 0x0p+0f);
-          v_d2[(col + 10)] = ((v_3[(col + 10)] > 0x0p+0f) ? ((bi2 == 0x1p+1f) ? grad : 0x0p+0f) : 0x0p+0f);
-          v_d2[(col + 11)] = ((v_3[(col + 11)] > 0x0p+0f) ? ((bi2 == 0x1.8p+1f) ? grad : 0x0p+0f) : 0x0p+0f);
+          s_pool_argmax[((ch * 5) + ow)] = bi2;
+        }
+        for (i64 ow1 = 0; ow1 < 5; ++ow1) {
+          i64 col1 = (row + (ow1 * 2));
+          float bi3 = s_pool_argmax[((ch * 5) + ow1)];
+          float grad = v_dh2[((ybase + (oh * 5)) + ow1)];
+          v_d2[col1] = ((v_3[col1] > 0x0p+0f) ? ((bi3 == 0x0p+0f) ? grad : 0x0p+0f) : 0x0p+0f);
+          v_d2[(col1 + 1)] = ((v_3[(col1 + 1)] > 0x0p+0f) ? ((bi3 == 0x1p+0f) ? grad : 0x0p+0f) : 0x0p+0f);
+          v_d2[(col1 + 10)] = ((v_3[(col1 + 10)] > 0x0p+0f) ? ((bi3 == 0x1p+1f) ? grad : 0x0p+0f) : 0x0p+0f);
+          v_d2[(col1 + 11)] = ((v_3[(col1 + 11)] > 0x0p+0f) ? ((bi3 == 0x1.8p+1f) ? grad : 0x0p+0f) : 0x0p+0f);
         }
       }
       for (i64 ih = 0; ih < 10; ++ih) {
@@ -540,7 +545,7 @@ static int k25_dw_sum(const float* __restrict__ s_dw_parts, float* __restrict__ 
 // %d1 = maxpool2d_backward(%dh1, %1) {kernel=[2,2], padding=[0,0], stride=[]}
 // %d0 = relu_backward(%d1, %1)
 // %conv1.bias.grad = reduce_sum(%d0) {axes=[0,2,3], keepdim=false}
-static int k26_maxpool2d_backward_bias(const float* __restrict__ v_dh1, const float* __restrict__ v_1, float* __restrict__ v_d0, float* __restrict__ s_bias_part_1, float* __restrict__ v_conv1_bias_grad) {
+static int k26_maxpool2d_backward_bias(const float* __restrict__ v_dh1, const float* __restrict__ v_1, float* __restrict__ v_d0, float* __restrict__ s_bias_part_1, float* __restrict__ s_pool_argmax_1, float* __restrict__ v_conv1_bias_grad) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 ch = 0; ch < 6; ++ch) {
     i64 pbase = (ch * 28);
@@ -565,11 +570,16 @@ static int k26_maxpool2d_backward_bias(const float* __restrict__ v_dh1, const fl
           float v3 = v_1[(col + 29)];
           float bi2 = (__builtin_isnan(v3) ? 0x1.8p+1f : ((v3 > m1) ? 0x1.8p+1f : bi1));
           float m2 = (__builtin_isnan(v3) ? v3 : ((v3 > m1) ? v3 : m1));
-          float grad = v_dh1[((ybase + (oh * 14)) + ow)];
-          v_d0[col] = ((v_1[col] > 0x0p+0f) ? ((bi2 == 0x0p+0f) ? grad : 0x0p+0f) : 0x0p+0f);
-          v_d0[(col + 1)] = ((v_1[(col + 1)] > 0x0p+0f) ? ((bi2 == 0x1p+0f) ? grad : 0x0p+0f) : 0x0p+0f);
-          v_d0[(col + 28)] = ((v_1[(col + 28)] > 0x0p+0f) ? ((bi2 == 0x1p+1f) ? grad : 0x0p+0f) : 0x0p+0f);
-          v_d0[(col + 29)] = ((v_1[(col + 29)] > 0x0p+0f) ? ((bi2 == 0x1.8p+1f) ? grad : 0x0p+0f) : 0x0p+0f);
+          s_pool_argmax_1[((ch * 14) + ow)] = bi2;
+        }
+        for (i64 ow1 = 0; ow1 < 14; ++ow1) {
+          i64 col1 = (row + (ow1 * 2));
+          float bi3 = s_pool_argmax_1[((ch * 14) + ow1)];
+          float grad = v_dh1[((ybase + (oh * 14)) + ow1)];
+          v_d0[col1] = ((v_1[col1] > 0x0p+0f) ? ((bi3 == 0x0p+0f) ? grad : 0x0p+0f) : 0x0p+0f);
+          v_d0[(col1 + 1)] = ((v_1[(col1 + 1)] > 0x0p+0f) ? ((bi3 == 0x1p+0f) ? grad : 0x0p+0f) : 0x0p+0f);
+          v_d0[(col1 + 28)] = ((v_1[(col1 + 28)] > 0x0p+0f) ? ((bi3 == 0x1p+1f) ? grad : 0x0p+0f) : 0x0p+0f);
+          v_d0[(col1 + 29)] = ((v_1[(col1 + 29)] > 0x0p+0f) ? ((bi3 == 0x1.8p+1f) ? grad : 0x0p+0f) : 0x0p+0f);
         }
       }
       for (i64 ih = 0; ih < 28; ++ih) {
@@ -843,19 +853,21 @@ extern "C" int dnnc_run(void** buffers) {
   float* v_fc1_weight_grad = (float*)buffers[44];  // intermediate f32[120,400] fc1.weight.grad
   float* v_dh2 = v_d4;  // alias f32[64,16,5,5] dh2
   float* s_bias_part = (float*)buffers[46];  // scratch f32[160]
-  float* v_d2 = (float*)buffers[47];  // intermediate f32[64,16,10,10] d2
-  float* v_conv2_bias_grad = (float*)buffers[48];  // intermediate f32[16] conv2.bias.grad
-  float* s_dcol = (float*)buffers[49];  // scratch f32[960000]
-  float* v_dh1 = (float*)buffers[50];  // intermediate f32[64,6,14,14] dh1
-  float* s_col_1 = (float*)buffers[51];  // scratch f32[960000]
-  float* v_conv2_weight_grad = (float*)buffers[52];  // intermediate f32[16,6,5,5] conv2.weight.grad
-  float* s_dw_parts = (float*)buffers[53];  // scratch f32[153600]
-  float* s_bias_part_1 = (float*)buffers[54];  // scratch f32[168]
-  float* v_d0 = (float*)buffers[55];  // intermediate f32[64,6,28,28] d0
-  float* v_conv1_bias_grad = (float*)buffers[56];  // intermediate f32[6] conv1.bias.grad
-  float* s_col_2 = (float*)buffers[57];  // scratch f32[1254400]
-  float* v_conv1_weight_grad = (float*)buffers[58];  // intermediate f32[6,1,5,5] conv1.weight.grad
-  float* s_dw_parts_1 = (float*)buffers[59];  // scratch f32[9600]
+  float* s_pool_argmax = (float*)buffers[47];  // scratch f32[80]
+  float* v_d2 = (float*)buffers[48];  // intermediate f32[64,16,10,10] d2
+  float* v_conv2_bias_grad = (float*)buffers[49];  // intermediate f32[16] conv2.bias.grad
+  float* s_dcol = (float*)buffers[50];  // scratch f32[960000]
+  float* v_dh1 = (float*)buffers[51];  // intermediate f32[64,6,14,14] dh1
+  float* s_col_1 = (float*)buffers[52];  // scratch f32[960000]
+  float* v_conv2_weight_grad = (float*)buffers[53];  // intermediate f32[16,6,5,5] conv2.weight.grad
+  float* s_dw_parts = (float*)buffers[54];  // scratch f32[153600]
+  float* s_bias_part_1 = (float*)buffers[55];  // scratch f32[168]
+  float* s_pool_argmax_1 = (float*)buffers[56];  // scratch f32[84]
+  float* v_d0 = (float*)buffers[57];  // intermediate f32[64,6,28,28] d0
+  float* v_conv1_bias_grad = (float*)buffers[58];  // intermediate f32[6] conv1.bias.grad
+  float* s_col_2 = (float*)buffers[59];  // scratch f32[1254400]
+  float* v_conv1_weight_grad = (float*)buffers[60];  // intermediate f32[6,1,5,5] conv1.weight.grad
+  float* s_dw_parts_1 = (float*)buffers[61];  // scratch f32[9600]
   float* v_step = p_dnnc_step;  // alias f32[] step
   float* v_conv1_weight_new = p_conv1_weight;  // alias f32[6,1,5,5] conv1.weight.new
   float* v_7 = p_conv1_weight_momentum_buffer;  // alias f32[6,1,5,5] 7
@@ -897,13 +909,13 @@ extern "C" int dnnc_run(void** buffers) {
   g17_gemm(v_d6, v_h3, v_fc2_weight_grad);
   g18_gemm(v_d5, p_fc1_weight, v_d4);
   g19_gemm(v_d5, v_4, v_fc1_weight_grad);
-  k20_maxpool2d_backward_bias(v_dh2, v_3, v_d2, s_bias_part, v_conv2_bias_grad);
+  k20_maxpool2d_backward_bias(v_dh2, v_3, v_d2, s_bias_part, s_pool_argmax, v_conv2_bias_grad);
   g21_gemm(p_conv2_weight, v_d2, s_dcol);
   k22_col2im(s_dcol, v_dh1);
   k23_im2col(v_h1, s_col_1);
   g24_gemm(v_d2, s_col_1, s_dw_parts);
   k25_dw_sum(s_dw_parts, v_conv2_weight_grad);
-  k26_maxpool2d_backward_bias(v_dh1, v_1, v_d0, s_bias_part_1, v_conv1_bias_grad);
+  k26_maxpool2d_backward_bias(v_dh1, v_1, v_d0, s_bias_part_1, s_pool_argmax_1, v_conv1_bias_grad);
   k27_im2col(in_image, s_col_2);
   g28_gemm(v_d0, s_col_2, s_dw_parts_1);
   k29_dw_sum(s_dw_parts_1, v_conv1_weight_grad);
