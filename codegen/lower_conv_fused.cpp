@@ -172,35 +172,67 @@ size_t lower_conv_chain_pool(LowerCtx& ctx, const std::vector<const ir::Node*>& 
   int py = pool ? d.write(ctx.define(pool->outputs[0])) : -1;
   KernelBuilder& kb = d.kb;
   bool unrolled = g.p0 == 0 && g.p1 == 0 && g.k() <= ctx.options.direct_conv_max_k;
-  kb.loop("bo", g.b * g.o, ctx.parallel(product(ys) * g.k()) && g.b * g.o > 1, [&](Expr bo) {
-    Expr b = kb.let("b", bo / i64c(g.o));
-    Expr o = kb.let("o", bo % i64c(g.o));
-    Expr ybase = kb.let("ybase", bo * i64c(g.p()));
-    Expr c0 = g.groups == 1 ? i64c(0) : kb.let("c0", o / i64c(g.og) * i64c(g.cg));
-    Expr init = has_bias ? kb.let("bias", kb.load(bias, o)) : f32c(0);
-    if (unrolled) {
-      // Every tap inside the image: one register sum per output cell (the reference's order),
-      // weights hoisted out of the plane, the chain applied before the single store.
+  bool par = ctx.parallel(product(ys) * g.k());
+  if (unrolled) {
+    // Every tap inside the image: one register sum per output cell (the reference's order),
+    // for `blk` out-channels of a group at once so each input load feeds blk FMAs, weights
+    // hoisted out of the planes, the chain applied before the single store; then the planes,
+    // still in cache, pooled.
+    int64_t blk = g.og % 4 == 0 ? 4 : g.og % 2 == 0 ? 2 : 1;
+    int64_t nblk = g.o / blk;
+    kb.loop("bq", g.b * nblk, par && g.b * nblk > 1, [&](Expr bq) {
+      Expr b = kb.let("b", bq / i64c(nblk));
+      Expr o0 = kb.let("o0", bq % i64c(nblk) * i64c(blk));
+      Expr c0 = g.groups == 1 ? i64c(0) : kb.let("c0", o0 / i64c(g.og) * i64c(g.cg));
       Expr xbase = kb.let("xbase", (b * i64c(g.c) + c0) * i64c(g.h * g.w));
-      Expr wbase = kb.let("wbase", o * i64c(g.k()));
-      std::vector<Expr> wv;
-      for (int64_t t = 0; t < g.k(); ++t) wv.push_back(kb.let("w" + std::to_string(t), kb.load(w, wbase + i64c(t))));
+      Expr ybase = kb.let("ybase", (b * i64c(g.o) + o0) * i64c(g.p()));
+      std::vector<std::vector<Expr>> wv(static_cast<size_t>(blk));
+      std::vector<Expr> init(static_cast<size_t>(blk));
+      for (int64_t j = 0; j < blk; ++j) {
+        Expr wbase = kb.let("wbase", (o0 + i64c(j)) * i64c(g.k()));
+        for (int64_t t = 0; t < g.k(); ++t)
+          wv[static_cast<size_t>(j)].push_back(kb.let("w", kb.load(w, wbase + i64c(t))));
+        init[static_cast<size_t>(j)] = has_bias ? kb.let("bias", kb.load(bias, o0 + i64c(j))) : f32c(0);
+      }
       kb.loop("oh", g.ho, false, [&](Expr oh) {
         Expr row = kb.let("row", xbase + oh * i64c(g.s0 * g.w));
         Expr yrow = kb.let("yrow", ybase + oh * i64c(g.wo));
         vector_chunks(kb, "ow", g.wo, [&](Expr ow, Expr) {  // idempotent stores: overlap is harmless
           Expr col = row + ow * i64c(g.s1);
-          Expr acc = init;
+          std::vector<Expr> acc = init;
           for (int64_t cw = 0, t = 0; cw < g.cg; ++cw)
             for (int64_t ki = 0; ki < g.kh; ++ki)
-              for (int64_t kj = 0; kj < g.kw; ++kj, ++t)
-                acc = acc +
-                      wv[static_cast<size_t>(t)] * kb.load(x, col + i64c(cw * g.h * g.w + ki * g.d0 * g.w + kj * g.d1));
-          if (!chain.nodes.empty()) acc = kb.let("acc", acc);
-          kb.store(y, yrow + ow, apply_chain(kb, chain, operands, acc, yrow + ow));
+              for (int64_t kj = 0; kj < g.kw; ++kj, ++t) {
+                Expr xv = kb.let("x", kb.load(x, col + i64c(cw * g.h * g.w + ki * g.d0 * g.w + kj * g.d1)));
+                for (int64_t j = 0; j < blk; ++j) {
+                  auto& a = acc[static_cast<size_t>(j)];
+                  a = a + wv[static_cast<size_t>(j)][static_cast<size_t>(t)] * xv;
+                  if (blk > 1) a = kb.let("acc", a);
+                }
+              }
+          for (int64_t j = 0; j < blk; ++j) {
+            Expr at = yrow + i64c(j * g.p()) + ow;
+            Expr v = acc[static_cast<size_t>(j)];
+            if (!chain.nodes.empty() && blk == 1) v = kb.let("acc", v);
+            kb.store(y, at, apply_chain(kb, chain, operands, v, at));
+          }
         });
       });
-    } else {
+      if (pool)
+        for (int64_t j = 0; j < blk; ++j)
+          maxpool_plane(kb, pg, y, ybase + i64c(j * g.p()), py,
+                        (b * i64c(g.o) + o0 + i64c(j)) * i64c(pg.ho * pg.wo));
+    });
+    ctx.emit(std::move(d));
+    return inside.size();
+  }
+  kb.loop("bo", g.b * g.o, par && g.b * g.o > 1, [&](Expr bo) {
+    Expr b = kb.let("b", bo / i64c(g.o));
+    Expr o = kb.let("o", bo % i64c(g.o));
+    Expr ybase = kb.let("ybase", bo * i64c(g.p()));
+    Expr c0 = g.groups == 1 ? i64c(0) : kb.let("c0", o / i64c(g.og) * i64c(g.cg));
+    Expr init = has_bias ? kb.let("bias", kb.load(bias, o)) : f32c(0);
+    {
       // Padded (or large) kernels: accumulate tap by tap into the plane, then the chain in place.
       kb.loop("i", g.p(), false, [&](Expr i) { kb.store(y, ybase + i, init); });
       kb.loop("cw", g.cg, false, [&](Expr cw) {
