@@ -64,7 +64,9 @@ Chain chain_after(const LowerCtx& ctx, const std::vector<const ir::Node*>& nodes
     for (size_t i = 1; i < n.inputs.size() && ok; ++i) {
       bool contiguous = i >= op.operand_strides.size() || op.operand_strides[i].empty() ||
                         op.operand_strides[i] == strides_of(shape);
-      ok = contiguous && ctx.shape(n.inputs[i]) == shape && is_f32(ctx, n.inputs[i]) && n.inputs[i] != cur;
+      // Not a value of the group itself (those may live in registers only).
+      ok = contiguous && ctx.shape(n.inputs[i]) == shape && is_f32(ctx, n.inputs[i]) && n.inputs[i] != cur &&
+           n.inputs[i] != start;
       for (const ir::Node* p : c.nodes) ok &= p->outputs[0] != n.inputs[i];
     }
     if (!ok) break;
