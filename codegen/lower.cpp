@@ -509,6 +509,10 @@ Program lower_graph(const ir::Module& m, const ir::Graph& g, int64_t batch, cons
           continue;
         }
       }
+      if (size_t used = lower_conv_pool_group(ctx, nodes, i)) {
+        i += used;
+        continue;
+      }
       if (options.gemm_epilogues && nodes.size() > 1) {
         if (size_t used = lower_gemm_epilogue(ctx, nodes, i, lower_one)) {
           i += used;

@@ -1,19 +1,10 @@
 // conv2d and its backward ops: direct loops for small kernels and grouped convolutions,
 // otherwise im2col / col2im kernels around batched GEMM library calls.
-#include "codegen/lower_ctx.h"
+#include "codegen/lower_window.h"
 
 namespace dnnc::codegen {
 
-namespace {
-
-struct ConvGeom {
-  int64_t b, c, h, w, o, cg, og, kh, kw, ho, wo, groups;
-  int64_t s0, s1, p0, p1, d0, d1;
-  int64_t k() const { return cg * kh * kw; }  // im2col rows (one group)
-  int64_t p() const { return ho * wo; }       // im2col columns
-};
-
-ConvGeom geom(const LowerCtx& ctx, const ir::Node& n, const ir::Attrs& a, const Dims& x, const Dims& w, const Dims& y) {
+ConvGeom conv_geom(const LowerCtx& ctx, const ir::Node& n, const ir::Attrs& a, const Dims& x, const Dims& w, const Dims& y) {
   if (x.size() != 4 || w.size() != 4 || y.size() != 4) ctx.fail(n, "expected 4-d x, weight and dy");
   auto pair = [&](const char* key) {
     const auto& v = ir::attr_ints(a, key);
@@ -27,8 +18,6 @@ ConvGeom geom(const LowerCtx& ctx, const ir::Node& n, const ir::Attrs& a, const 
           y[2], y[3], groups, st[0], st[1], pad[0], pad[1],        dil[0], dil[1]};
 }
 
-// The output rows (or columns) whose input row ih = o*s - p + k*d lies in [0, in), for a kernel
-// offset k given as an expression in [0, kmax).
 std::pair<Expr, Expr> valid_range(Expr k, int64_t kmax, int64_t s, int64_t p, int64_t d, int64_t in, int64_t out) {
   Expr a = i64c(p) - k * i64c(d);  // o*s >= a
   int64_t min_a = p - (kmax - 1) * d;
@@ -36,6 +25,21 @@ std::pair<Expr, Expr> valid_range(Expr k, int64_t kmax, int64_t s, int64_t p, in
   Expr hi = (s == 1 ? a + i64c(in - 1) : floordiv(a + i64c(in - 1), s, min_a + in - 1)) + i64c(1);
   return {max(i64c(0), lo), min(i64c(out), hi)};
 }
+
+void vector_chunks(KernelBuilder& kb, const std::string& base, int64_t n, const std::function<void(Expr, Expr)>& f) {
+  constexpr int64_t kChunk = 16;
+  if (n <= kChunk || n % kChunk == 0) {
+    kb.loop(base, n, false, [&](Expr i) { f(i, Expr()); });
+    return;
+  }
+  kb.loop(base + "c", (n + kChunk - 1) / kChunk, false, [&](Expr c) {
+    Expr lo = kb.let(base + "_lo", c * i64c(kChunk));
+    Expr start = kb.let(base + "0", min(lo, i64c(n - kChunk)));
+    kb.loop(base, start, start + i64c(kChunk), false, [&](Expr i) { f(i, lo); });
+  });
+}
+
+namespace {
 
 // Loops over the kernel taps (ki, kj) and the output cells whose input pixel is inside;
 // f(ki, kj, oh, ow, ih, iw).
@@ -99,7 +103,7 @@ GemmCall::Threads batch_threads(const LowerCtx& ctx, const GemmCall& c) {
 
 void lower_conv2d(LowerCtx& ctx, const ir::Node& n, const ir::Attrs& a) {
   Dims ys = ctx.shape(n.outputs[0]);
-  ConvGeom g = geom(ctx, n, a, ctx.shape(n.inputs[0]), ctx.shape(n.inputs[1]), ys);
+  ConvGeom g = conv_geom(ctx, n, a, ctx.shape(n.inputs[0]), ctx.shape(n.inputs[1]), ys);
   bool has_bias = n.inputs.size() > 2;
   if (!use_direct(ctx, g)) {
     int col = emit_im2col(ctx, n, g, n.inputs[0], false);
@@ -140,7 +144,7 @@ void lower_conv2d(LowerCtx& ctx, const ir::Node& n, const ir::Attrs& a) {
       Expr init = has_bias ? kb.let("bias", kb.load(bias, o)) : f32c(0);
       kb.loop("oh", g.ho, false, [&](Expr oh) {
         Expr row = kb.let("row", xbase + oh * i64c(g.s0 * g.w));
-        kb.loop("ow", g.wo, false, [&](Expr ow) {
+        vector_chunks(kb, "ow", g.wo, [&](Expr ow, Expr) {  // idempotent stores: overlap is harmless
           Expr col = row + ow * i64c(g.s1);
           Expr acc = init;
           for (int64_t cw = 0, t = 0; cw < g.cg; ++cw)
@@ -180,7 +184,7 @@ void lower_conv2d(LowerCtx& ctx, const ir::Node& n, const ir::Attrs& a) {
 
 void lower_conv2d_backward_input(LowerCtx& ctx, const ir::Node& n, const ir::Attrs& a) {
   Dims xs = ctx.shape(n.outputs[0]);
-  ConvGeom g = geom(ctx, n, a, xs, ctx.shape(n.inputs[1]), ctx.shape(n.inputs[0]));
+  ConvGeom g = conv_geom(ctx, n, a, xs, ctx.shape(n.inputs[1]), ctx.shape(n.inputs[0]));
   int dcol = -1;
   if (!use_direct(ctx, g)) {
     dcol = ctx.scratch("dcol", g.b * g.k() * g.p());
@@ -234,35 +238,45 @@ void lower_conv2d_backward_input(LowerCtx& ctx, const ir::Node& n, const ir::Att
 
 void lower_conv2d_backward_weight(LowerCtx& ctx, const ir::Node& n, const ir::Attrs& a) {
   Dims ws = ctx.shape(n.outputs[0]);
-  ConvGeom g = geom(ctx, n, a, ctx.shape(n.inputs[1]), ws, ctx.shape(n.inputs[0]));
+  ConvGeom g = conv_geom(ctx, n, a, ctx.shape(n.inputs[1]), ws, ctx.shape(n.inputs[0]));
   if (g.groups == 1) {
-    // One GEMM over the whole batch: dW [O, K] = dyᵀ' [O, B*P] · colᵀ [B*P, K], with dy copied
-    // to [O, B, P] and the columns of every image side by side.
-    int col = emit_im2col(ctx, n, g, n.inputs[1], true);
-    int dyt = ctx.scratch("dy_t", g.b * g.o * g.p());
-    ctx.comment = {ctx.node_text(n), "  (dy as [O, B*P])"};
-    KernelDraft t(ctx, ctx.kernel_name("dy_t"));
-    int dy = t.read(ctx.buffer(n.inputs[0]));
-    int out = t.write(dyt);
-    t.kb.loop("ob", g.o * g.b, ctx.parallel(g.b * g.o * g.p()), [&](Expr ob) {
-      Expr o = t.kb.let("o", ob / i64c(g.b));
-      Expr b = t.kb.let("b", ob % i64c(g.b));
-      t.kb.loop("i", g.p(), false, [&](Expr i) {
-        t.kb.store(out, ob * i64c(g.p()) + i, t.kb.load(dy, (b * i64c(g.o) + o) * i64c(g.p()) + i));
-      });
-    });
-    ctx.emit(std::move(t));
+    // dW [O, K] = sum over images of dy_b [O, P] · col_bᵀ [P, K]: one GEMM per image, summed
+    // into dW, reading dy in place (no transpose).
+    int col = emit_im2col(ctx, n, g, n.inputs[1], false);
     ctx.comment = {ctx.node_text(n)};
     GemmCall c;
-    c.a = dyt;
+    c.a = ctx.buffer(n.inputs[0]);
     c.b = col;
     c.trans_b = true;
     c.c = ctx.define(n.outputs[0]);
-    c.m = g.o, c.n = g.k(), c.k = g.b * g.p();
-    c.lda = c.k, c.ldb = c.k, c.ldc = g.k();
-    c.threads =
-        2 * c.m * c.n * c.k >= ctx.options.gemm_parallel_flops ? GemmCall::Threads::split_k : GemmCall::Threads::single;
-    ctx.emit_gemm(c);
+    c.m = g.o, c.n = g.k(), c.k = g.p();
+    c.lda = g.p(), c.ldb = g.p(), c.ldc = g.k();
+    c.batch = g.b, c.stride_a = g.o * g.p(), c.stride_b = g.k() * g.p(), c.stride_c = 0;
+    c.accumulate_batches = true;
+    c.threads = GemmCall::Threads::single;
+    GemmCall per_image = c;
+    per_image.accumulate_batches = false;
+    if (g.b == 1 || batch_threads(ctx, per_image) != GemmCall::Threads::over_batch) {
+      ctx.emit_gemm(c);
+      return;
+    }
+    // Worth threads: the images' products side by side in scratch, on different threads, then
+    // summed over the images.
+    int64_t ok = g.o * g.k();
+    int parts = ctx.scratch("dw_parts", g.b * ok);
+    per_image.c = parts;
+    per_image.stride_c = ok;
+    per_image.threads = GemmCall::Threads::over_batch;
+    ctx.emit_gemm(per_image);
+    ctx.comment = {ctx.node_text(n), "  (sum of the images' products)"};
+    KernelDraft d(ctx, ctx.kernel_name("dw_sum"));
+    int pp = d.read(parts);
+    int dw = d.write(ctx.define(n.outputs[0]));
+    d.kb.loop("i", ok, false, [&](Expr i) { d.kb.store(dw, i, d.kb.load(pp, i)); });
+    d.kb.loop("b", i64c(1), i64c(g.b), false, [&](Expr b) {
+      d.kb.loop("i", ok, false, [&](Expr i) { d.kb.accumulate(dw, i, d.kb.load(pp, b * i64c(ok) + i)); });
+    });
+    ctx.emit(std::move(d));
     return;
   }
   KernelDraft d(ctx, ctx.kernel_name(n.op));

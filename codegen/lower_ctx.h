@@ -121,6 +121,11 @@ bool map_op_of(const LowerCtx& ctx, const ir::Node& n, const ir::Attrs& attrs, M
 /// and that no op has a setup).
 void lower_map_group(LowerCtx& ctx, const std::vector<const ir::Node*>& nodes, ir::ValueId gemm_result = ir::kNoValue);
 
+/// Fused conv/pool groups (lower_conv_fused.cpp): conv2d -> elementwise chain -> maxpool2d, and
+/// maxpool2d_backward -> elementwise chain -> bias-grad sum, starting at nodes[i]. Returns the
+/// number of nodes lowered (0: not such a pattern; nothing emitted).
+size_t lower_conv_pool_group(LowerCtx& ctx, const std::vector<const ir::Node*>& nodes, size_t i);
+
 void register_map_lowerings(LowerTable& t);
 void register_reduce_lowerings(LowerTable& t);
 void register_gemm_lowerings(LowerTable& t);

@@ -2,18 +2,12 @@
 // with PyTorch's window rules (max: first maximum, NaN propagates; avg: count_include_pad).
 #include <limits>
 
-#include "codegen/lower_ctx.h"
+#include "codegen/lower_window.h"
 #include "ir/shape_check.h"
 
 namespace dnnc::codegen {
 
-namespace {
-
-struct PoolGeom {
-  int64_t bc, h, w, ho, wo, k0, k1, s0, s1, p0, p1;
-};
-
-PoolGeom geom(const LowerCtx& ctx, const ir::Node& n, const ir::Attrs& a, const Dims& x, const Dims& y) {
+PoolGeom pool_geom(const LowerCtx& ctx, const ir::Node& n, const ir::Attrs& a, const Dims& x, const Dims& y) {
   if (x.size() != 4 || y.size() != 4) ctx.fail(n, "expected x [B,C,H,W]");
   const auto& k = ir::attr_ints(a, "kernel");
   const auto& p = ir::attr_ints(a, "padding");
@@ -26,6 +20,8 @@ PoolGeom geom(const LowerCtx& ctx, const ir::Node& n, const ir::Attrs& a, const 
   }
   return {x[0] * x[1], x[2], x[3], y[2], y[3], k[0], k[1], s[0], s[1], p[0], p[1]};
 }
+
+namespace {
 
 // The clipped window of output cell (oh, ow): rows [h0, h1), columns [w0, w1).
 struct Window {
@@ -62,7 +58,8 @@ void for_each_cell(LowerCtx& ctx, KernelBuilder& kb, const PoolGeom& g, int dx_z
   });
 }
 
-// The first maximum of the window (a NaN counts as a new maximum): its index within the plane.
+}  // namespace
+
 Expr window_argmax(KernelBuilder& kb, int x, const PoolGeom& g, Expr xbase, Expr oh, Expr ow, Expr* value) {
   Window win = max_window(kb, g, oh, ow);
   Expr best = kb.let("best", win.h0 * i64c(g.w) + win.w0);
@@ -80,8 +77,10 @@ Expr window_argmax(KernelBuilder& kb, int x, const PoolGeom& g, Expr xbase, Expr
   return best;
 }
 
+namespace {
+
 void lower_maxpool(LowerCtx& ctx, const ir::Node& n, const ir::Attrs& a) {
-  PoolGeom g = geom(ctx, n, a, ctx.shape(n.inputs[0]), ctx.shape(n.outputs[0]));
+  PoolGeom g = pool_geom(ctx, n, a, ctx.shape(n.inputs[0]), ctx.shape(n.outputs[0]));
   KernelDraft d(ctx, ctx.kernel_name(n.op));
   int x = d.read(ctx.buffer(n.inputs[0]));
   int y = d.write(ctx.define(n.outputs[0]));
@@ -95,7 +94,7 @@ void lower_maxpool(LowerCtx& ctx, const ir::Node& n, const ir::Attrs& a) {
 }
 
 void lower_maxpool_backward(LowerCtx& ctx, const ir::Node& n, const ir::Attrs& a) {
-  PoolGeom g = geom(ctx, n, a, ctx.shape(n.inputs[1]), ctx.shape(n.inputs[0]));
+  PoolGeom g = pool_geom(ctx, n, a, ctx.shape(n.inputs[1]), ctx.shape(n.inputs[0]));
   KernelDraft d(ctx, ctx.kernel_name(n.op));
   int dy = d.read(ctx.buffer(n.inputs[0]));
   int x = d.read(ctx.buffer(n.inputs[1]));
@@ -109,7 +108,7 @@ void lower_maxpool_backward(LowerCtx& ctx, const ir::Node& n, const ir::Attrs& a
 }
 
 void lower_avgpool(LowerCtx& ctx, const ir::Node& n, const ir::Attrs& a) {
-  PoolGeom g = geom(ctx, n, a, ctx.shape(n.inputs[0]), ctx.shape(n.outputs[0]));
+  PoolGeom g = pool_geom(ctx, n, a, ctx.shape(n.inputs[0]), ctx.shape(n.outputs[0]));
   bool include_pad = ir::attr_bool(a, "count_include_pad");
   KernelDraft d(ctx, ctx.kernel_name(n.op));
   int x = d.read(ctx.buffer(n.inputs[0]));
@@ -130,7 +129,7 @@ void lower_avgpool(LowerCtx& ctx, const ir::Node& n, const ir::Attrs& a) {
 }
 
 void lower_avgpool_backward(LowerCtx& ctx, const ir::Node& n, const ir::Attrs& a) {
-  PoolGeom g = geom(ctx, n, a, ctx.shape(n.inputs[1]), ctx.shape(n.inputs[0]));
+  PoolGeom g = pool_geom(ctx, n, a, ctx.shape(n.inputs[1]), ctx.shape(n.inputs[0]));
   bool include_pad = ir::attr_bool(a, "count_include_pad");
   KernelDraft d(ctx, ctx.kernel_name(n.op));
   int dy = d.read(ctx.buffer(n.inputs[0]));

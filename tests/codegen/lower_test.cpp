@@ -3,6 +3,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include "codegen_test_util.h"
 #include "ir/op_registry.h"
 
@@ -129,20 +131,48 @@ TEST_CASE("map ops after a GEMM in one fuse group become its epilogue", "[codege
 TEST_CASE("small convolutions use direct loops, larger ones im2col and batched GEMM", "[codegen][lower]") {
   ir::Module m = test::pipeline_model("models/lenet5.dnn");
   Program p = lower_graph(m, *m.graph("train_step"), 8);
-  int conv_kernels = 0, im2col = 0, batched = 0, summed = 0;
+  int conv_kernels = 0, im2col = 0, batched = 0, per_image_dw = 0, dw_sums = 0;
   for (const Kernel& k : p.kernels) {
     conv_kernels += k.name.find("_conv2d") != std::string::npos && k.name.find("backward") == std::string::npos;
     im2col += k.name.find("im2col") != std::string::npos;
+    dw_sums += k.name.find("dw_sum") != std::string::npos;
   }
   for (const Step* s : gemms(p)) {
-    batched += s->gemm.batch == 8 && !s->gemm.accumulate_batches;
-    // weight gradients: one GEMM over the batch, K = batch * output pixels
-    summed += s->gemm.batch == 1 && s->gemm.trans_b && (s->gemm.k == 8 * 28 * 28 || s->gemm.k == 8 * 10 * 10);
+    batched += s->gemm.batch == 8 && !s->gemm.trans_b;
+    // weight gradients: one GEMM per image dW_b = dy_b · col_bᵀ (K = output pixels), summed
+    // into dW on one thread (conv1, small) or into per-image slices on the threads (conv2)
+    per_image_dw += s->gemm.batch == 8 && s->gemm.trans_b && (s->gemm.k == 28 * 28 || s->gemm.k == 10 * 10) &&
+                    s->gemm.accumulate_batches == (s->gemm.k == 28 * 28);
   }
-  CHECK(conv_kernels == 1);  // conv1: 1*5*5 = 25 taps per output
+  CHECK(conv_kernels == 1);  // conv1 (+ relu + maxpool): 1*5*5 = 25 taps per output
   CHECK(im2col == 3);        // conv2 forward, both weight gradients
   CHECK(batched == 2);       // conv2 forward, conv2 input gradient
-  CHECK(summed == 2);
+  CHECK(per_image_dw == 2);
+  CHECK(dw_sums == 1);       // conv2's slices summed
+}
+
+TEST_CASE("conv2d -> relu -> maxpool2d and maxpool2d_backward -> relu_backward -> bias grad are one kernel each",
+          "[codegen][lower]") {
+  ir::Module m = test::pipeline_model("models/cifar_cnn.dnn");
+  Program p = lower_graph(m, *m.graph("train_step"), 4);
+  std::vector<std::string> names;
+  for (const Kernel& k : p.kernels) names.push_back(k.name);
+  auto has = [&](const std::string& part) {
+    return std::count_if(names.begin(), names.end(),
+                         [&](const std::string& n) { return n.find(part) != std::string::npos; });
+  };
+  CHECK(has("conv2d_pool") == 1);
+  CHECK(has("maxpool2d_backward_bias") == 1);
+  CHECK(has("relu") == 0);
+  CHECK(has("reduce_sum") == 0);  // the fc bias gradient is summed in the softmax_xent kernel
+  CHECK(has("softmax_xent") == 1);
+  CHECK(has("dy_t") == 0);
+  // The pre-activation conv output is never stored: no [4,16,30,30] buffer besides the relu
+  // output and its gradient.
+  int planes = 0;
+  for (const Buffer& b : p.buffers)
+    planes += b.kind == BufferKind::intermediate && b.shape == std::vector<int64_t>{4, 16, 30, 30};
+  CHECK(planes == 2);
 }
 
 TEST_CASE("a group of same-shaped elementwise nodes becomes one loop nest", "[codegen][lower]") {

@@ -18,7 +18,9 @@ void check_module(const ir::Module& m, const std::string& name, int64_t batch,
 
 void check_model(const std::string& name, int64_t batch,
                  const runtime::cpu::CpuOptions& options = test::cpu_test_options()) {
-  check_module(test::pipeline_model("models/" + name + ".dnn"), name, batch, options);
+  // A bare name is a model of models/; anything with a '/' is a path.
+  check_module(test::pipeline_model(name.find('/') == std::string::npos ? "models/" + name + ".dnn" : name), name,
+               batch, options);
 }
 
 // Model `name` trained with optimizer `kind` and `attrs` instead of its own.
@@ -108,6 +110,21 @@ TEST_CASE("cpu equals reference: SGD variants, fused into the weight-gradient GE
         if (threads == 2) o.lower.gemm_parallel_flops = 1;
         check_module(with_optimizer("mnist_mlp", "sgd", attrs), "mnist_mlp sgd " + label, threads == 2 ? 5 : 6, o);
       }
+}
+
+// The fused conv -> chain -> maxpool and maxpool_backward -> chain -> bias-grad kernels
+// (codegen/lower_conv_fused.cpp) on padded, strided, dilated and grouped convs, overlapping and
+// padded pools, pools leaving cells uncovered, odd planes, batch 1 and 3, serial and threaded, and
+// the per-node fallback when the pre-activation is needed by the backward (leaky_relu).
+TEST_CASE("cpu equals reference: fused conv/pool kernels on awkward shapes", "[cpu][models]") {
+  check_model("tests/cpu/models/conv_pool_shapes.dnn", 3);
+  check_model("tests/cpu/models/conv_pool_shapes.dnn", 1);
+  runtime::cpu::CpuOptions o = test::cpu_test_options();
+  o.threads = 2;
+  o.lower.gemm_parallel_flops = 1;
+  o.lower.parallel_min_work = 1;
+  check_model("tests/cpu/models/conv_pool_shapes.dnn", 3, o);
+  check_model("lenet5", 3, o);
 }
 
 TEST_CASE("every model in models/ is compared with the reference", "[cpu][models]") {

@@ -89,7 +89,8 @@ static void dnnc_sgemm_split_k(bool ta, bool tb, i64 m, i64 n, i64 k, float alph
 }
 
 // %0 = conv2d(%image, @conv1.weight, @conv1.bias) {dilation=[1,1], groups=1, padding=[1,1], stride=[1,1]}
-static int k0_conv2d(const float* __restrict__ in_image, const float* __restrict__ p_conv1_weight, const float* __restrict__ p_conv1_bias, float* __restrict__ v_0) {
+// %h1 = relu(%0)
+static int k0_conv2d_chain(const float* __restrict__ in_image, const float* __restrict__ p_conv1_weight, const float* __restrict__ p_conv1_bias, float* __restrict__ v_h1) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 bo = 0; bo < 512; ++bo) {
     i64 b = (bo / 16);
@@ -97,7 +98,7 @@ static int k0_conv2d(const float* __restrict__ in_image, const float* __restrict
     i64 ybase = (bo * 1024);
     float bias = p_conv1_bias[o];
     for (i64 i = 0; i < 1024; ++i) {
-      v_0[(ybase + i)] = bias;
+      v_h1[(ybase + i)] = bias;
     }
     for (i64 cw = 0; cw < 3; ++cw) {
       i64 xbase = (((b * 3) + cw) * 1024);
@@ -107,28 +108,23 @@ static int k0_conv2d(const float* __restrict__ in_image, const float* __restrict
           for (i64 oh = (0 < (1 - ki) ? (1 - ki) : 0); oh < (((1 - ki) + 32) < 32 ? ((1 - ki) + 32) : 32); ++oh) {
             i64 ih = ((oh - 1) + ki);
             for (i64 ow = (0 < (1 - kj) ? (1 - kj) : 0); ow < (((1 - kj) + 32) < 32 ? ((1 - kj) + 32) : 32); ++ow) {
-              v_0[((ybase + (oh * 32)) + ow)] += (wv * in_image[((xbase + (ih * 32)) + ((ow - 1) + kj))]);
+              v_h1[((ybase + (oh * 32)) + ow)] += (wv * in_image[((xbase + (ih * 32)) + ((ow - 1) + kj))]);
             }
           }
         }
       }
     }
-  }
-  return 0;
-}
-
-// %h1 = relu(%0)
-static int k1_relu(const float* __restrict__ v_0, float* __restrict__ v_h1) {
-  #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
-  for (i64 i = 0; i < 524288; ++i) {
-    v_h1[i] = ((v_0[i] > 0x0p+0f) ? v_0[i] : 0x0p+0f);
+    for (i64 i1 = 0; i1 < 1024; ++i1) {
+      float c = v_h1[(ybase + i1)];
+      v_h1[(ybase + i1)] = ((c > 0x0p+0f) ? c : 0x0p+0f);
+    }
   }
   return 0;
 }
 
 // %1 = conv2d(%h1, @conv2.weight, @conv2.bias) {dilation=[1,1], groups=1, padding=[1,1], stride=[2,2]}
 //   (im2col of h1)
-static int k2_im2col(const float* __restrict__ v_h1, float* __restrict__ s_col) {
+static int k1_im2col(const float* __restrict__ v_h1, float* __restrict__ s_col) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 bc = 0; bc < 512; ++bc) {
     i64 xbase = (bc * 1024);
@@ -154,7 +150,7 @@ static int k2_im2col(const float* __restrict__ v_h1, float* __restrict__ s_col) 
 
 // %1 = conv2d(%h1, @conv2.weight, @conv2.bias) {dilation=[1,1], groups=1, padding=[1,1], stride=[2,2]}
 // C[32,256] = A · B, 32 problems + bias per row
-static void g3_gemm(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias, float* __restrict__ c) {
+static void g2_gemm(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias, float* __restrict__ c) {
 #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 r = 0; r < 1024; ++r) {
     float* row = c + r / 32 * 8192 + r % 32 * 256;
@@ -167,7 +163,7 @@ static void g3_gemm(const float* __restrict__ a, const float* __restrict__ b, co
 }
 
 // %2 = relu(%1)
-static int k4_relu(const float* __restrict__ v_1, float* __restrict__ v_2) {
+static int k3_relu(const float* __restrict__ v_1, float* __restrict__ v_2) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 i = 0; i < 262144; ++i) {
     v_2[i] = ((v_1[i] > 0x0p+0f) ? v_1[i] : 0x0p+0f);
@@ -176,7 +172,7 @@ static int k4_relu(const float* __restrict__ v_1, float* __restrict__ v_2) {
 }
 
 // %h2 = avgpool2d(%2) {count_include_pad=true, kernel=[2,2], padding=[0,0], stride=[]}
-static int k5_avgpool2d(const float* __restrict__ v_2, float* __restrict__ v_h2) {
+static int k4_avgpool2d(const float* __restrict__ v_2, float* __restrict__ v_h2) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 bc = 0; bc < 1024; ++bc) {
     i64 xbase = (bc * 256);
@@ -207,7 +203,7 @@ static int k5_avgpool2d(const float* __restrict__ v_2, float* __restrict__ v_h2)
 
 // %logits = linear(%3, @fc.weight, @fc.bias)
 // C[32,10] = A · Bᵀ + bias per column
-static void g6_gemm(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias, float* __restrict__ c) {
+static void g5_gemm(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias, float* __restrict__ c) {
   for (i64 r = 0; r < 32; ++r) {
     float* row = c + r / 32 * 0 + r % 32 * 10;
     for (i64 j = 0; j < 10; ++j) row[j] = bias[j];
@@ -223,28 +219,25 @@ extern "C" int dnnc_run(void** buffers) {
   float* p_conv2_bias = (float*)buffers[4];  // param f32[32] conv2.bias
   float* p_fc_weight = (float*)buffers[5];  // param f32[10,2048] fc.weight
   float* p_fc_bias = (float*)buffers[6];  // param f32[10] fc.bias
-  float* v_0 = (float*)buffers[7];  // intermediate f32[32,16,32,32] 0
-  float* v_h1 = (float*)buffers[8];  // intermediate f32[32,16,32,32] h1
-  float* s_col = (float*)buffers[9];  // scratch f32[1179648]
-  float* v_1 = (float*)buffers[10];  // intermediate f32[32,32,16,16] 1
-  float* v_2 = (float*)buffers[11];  // intermediate f32[32,32,16,16] 2
-  float* v_h2 = (float*)buffers[12];  // intermediate f32[32,32,8,8] h2
+  float* v_h1 = (float*)buffers[7];  // intermediate f32[32,16,32,32] h1
+  float* s_col = (float*)buffers[8];  // scratch f32[1179648]
+  float* v_1 = (float*)buffers[9];  // intermediate f32[32,32,16,16] 1
+  float* v_2 = (float*)buffers[10];  // intermediate f32[32,32,16,16] 2
+  float* v_h2 = (float*)buffers[11];  // intermediate f32[32,32,8,8] h2
   float* v_3 = v_h2;  // alias f32[32,2048] 3
-  float* v_logits = (float*)buffers[14];  // intermediate f32[32,10] logits
+  float* v_logits = (float*)buffers[13];  // intermediate f32[32,10] logits
   DNNC_TICK(-1);
-  k0_conv2d(in_image, p_conv1_weight, p_conv1_bias, v_0);
+  k0_conv2d_chain(in_image, p_conv1_weight, p_conv1_bias, v_h1);
   DNNC_TICK(0);
-  k1_relu(v_0, v_h1);
+  k1_im2col(v_h1, s_col);
   DNNC_TICK(1);
-  k2_im2col(v_h1, s_col);
+  g2_gemm(p_conv2_weight, s_col, p_conv2_bias, v_1);
   DNNC_TICK(2);
-  g3_gemm(p_conv2_weight, s_col, p_conv2_bias, v_1);
+  k3_relu(v_1, v_2);
   DNNC_TICK(3);
-  k4_relu(v_1, v_2);
+  k4_avgpool2d(v_2, v_h2);
   DNNC_TICK(4);
-  k5_avgpool2d(v_2, v_h2);
+  g5_gemm(v_3, p_fc_weight, p_fc_bias, v_logits);
   DNNC_TICK(5);
-  g6_gemm(v_3, p_fc_weight, p_fc_bias, v_logits);
-  DNNC_TICK(6);
   return 0;
 }

@@ -89,7 +89,8 @@ static void dnnc_sgemm_split_k(bool ta, bool tb, i64 m, i64 n, i64 k, float alph
 }
 
 // %0 = conv2d(%image, @conv1.weight, @conv1.bias) {dilation=[1,1], groups=1, padding=[1,1], stride=[1,1]}
-static int k0_conv2d(const float* __restrict__ in_image, const float* __restrict__ p_conv1_weight, const float* __restrict__ p_conv1_bias, float* __restrict__ v_0) {
+// %h1 = relu(%0)
+static int k0_conv2d_chain(const float* __restrict__ in_image, const float* __restrict__ p_conv1_weight, const float* __restrict__ p_conv1_bias, float* __restrict__ v_h1) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 bo = 0; bo < 512; ++bo) {
     i64 b = (bo / 16);
@@ -97,7 +98,7 @@ static int k0_conv2d(const float* __restrict__ in_image, const float* __restrict
     i64 ybase = (bo * 1024);
     float bias = p_conv1_bias[o];
     for (i64 i = 0; i < 1024; ++i) {
-      v_0[(ybase + i)] = bias;
+      v_h1[(ybase + i)] = bias;
     }
     for (i64 cw = 0; cw < 3; ++cw) {
       i64 xbase = (((b * 3) + cw) * 1024);
@@ -107,28 +108,23 @@ static int k0_conv2d(const float* __restrict__ in_image, const float* __restrict
           for (i64 oh = (0 < (1 - ki) ? (1 - ki) : 0); oh < (((1 - ki) + 32) < 32 ? ((1 - ki) + 32) : 32); ++oh) {
             i64 ih = ((oh - 1) + ki);
             for (i64 ow = (0 < (1 - kj) ? (1 - kj) : 0); ow < (((1 - kj) + 32) < 32 ? ((1 - kj) + 32) : 32); ++ow) {
-              v_0[((ybase + (oh * 32)) + ow)] += (wv * in_image[((xbase + (ih * 32)) + ((ow - 1) + kj))]);
+              v_h1[((ybase + (oh * 32)) + ow)] += (wv * in_image[((xbase + (ih * 32)) + ((ow - 1) + kj))]);
             }
           }
         }
       }
     }
-  }
-  return 0;
-}
-
-// %h1 = relu(%0)
-static int k1_relu(const float* __restrict__ v_0, float* __restrict__ v_h1) {
-  #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
-  for (i64 i = 0; i < 524288; ++i) {
-    v_h1[i] = ((v_0[i] > 0x0p+0f) ? v_0[i] : 0x0p+0f);
+    for (i64 i1 = 0; i1 < 1024; ++i1) {
+      float c = v_h1[(ybase + i1)];
+      v_h1[(ybase + i1)] = ((c > 0x0p+0f) ? c : 0x0p+0f);
+    }
   }
   return 0;
 }
 
 // %1 = conv2d(%h1, @conv2.weight, @conv2.bias) {dilation=[1,1], groups=1, padding=[1,1], stride=[2,2]}
 //   (im2col of h1)
-static int k2_im2col(const float* __restrict__ v_h1, float* __restrict__ s_col) {
+static int k1_im2col(const float* __restrict__ v_h1, float* __restrict__ s_col) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 bc = 0; bc < 512; ++bc) {
     i64 xbase = (bc * 1024);
@@ -154,7 +150,7 @@ static int k2_im2col(const float* __restrict__ v_h1, float* __restrict__ s_col) 
 
 // %1 = conv2d(%h1, @conv2.weight, @conv2.bias) {dilation=[1,1], groups=1, padding=[1,1], stride=[2,2]}
 // C[32,256] = A · B, 32 problems + bias per row
-static void g3_gemm(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias, float* __restrict__ c) {
+static void g2_gemm(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias, float* __restrict__ c) {
 #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 r = 0; r < 1024; ++r) {
     float* row = c + r / 32 * 8192 + r % 32 * 256;
@@ -167,7 +163,7 @@ static void g3_gemm(const float* __restrict__ a, const float* __restrict__ b, co
 }
 
 // %2 = relu(%1)
-static int k4_relu(const float* __restrict__ v_1, float* __restrict__ v_2) {
+static int k3_relu(const float* __restrict__ v_1, float* __restrict__ v_2) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 i = 0; i < 262144; ++i) {
     v_2[i] = ((v_1[i] > 0x0p+0f) ? v_1[i] : 0x0p+0f);
@@ -176,7 +172,7 @@ static int k4_relu(const float* __restrict__ v_1, float* __restrict__ v_2) {
 }
 
 // %h2 = avgpool2d(%2) {count_include_pad=true, kernel=[2,2], padding=[0,0], stride=[]}
-static int k5_avgpool2d(const float* __restrict__ v_2, float* __restrict__ v_h2) {
+static int k4_avgpool2d(const float* __restrict__ v_2, float* __restrict__ v_h2) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 bc = 0; bc < 1024; ++bc) {
     i64 xbase = (bc * 256);
@@ -207,7 +203,7 @@ static int k5_avgpool2d(const float* __restrict__ v_2, float* __restrict__ v_h2)
 
 // %logits = linear(%3, @fc.weight, @fc.bias)
 // C[32,10] = A · Bᵀ + bias per column
-static void g6_gemm(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias, float* __restrict__ c) {
+static void g5_gemm(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias, float* __restrict__ c) {
   for (i64 r = 0; r < 32; ++r) {
     float* row = c + r / 32 * 0 + r % 32 * 10;
     for (i64 j = 0; j < 10; ++j) row[j] = bias[j];
@@ -219,7 +215,7 @@ static void g6_gemm(const float* __restrict__ a, const float* __restrict__ b, co
 // %dloss = fill() {shape=[], value=1.0}
 // %dlogits = cross_entropy_backward(%dloss, %logits, %label)
 // %fc.bias.grad = reduce_sum(%dlogits) {axes=[0], keepdim=false}
-static int k7_softmax_xent(const float* __restrict__ v_logits, const i64* __restrict__ in_label, float* __restrict__ v_loss, float* __restrict__ v_dloss, float* __restrict__ v_dlogits, float* __restrict__ v_fc_bias_grad) {
+static int k6_softmax_xent(const float* __restrict__ v_logits, const i64* __restrict__ in_label, float* __restrict__ v_loss, float* __restrict__ v_dloss, float* __restrict__ v_dlogits, float* __restrict__ v_fc_bias_grad) {
   for (i64 b = 0; b < 32; ++b) {
     if (((in_label[b] < 0) || (in_label[b] >= 10))) return 1;
   }
@@ -254,12 +250,12 @@ static int k7_softmax_xent(const float* __restrict__ v_logits, const i64* __rest
 
 // %d3 = matmul(%dlogits, @fc.weight) {transpose_a=false, transpose_b=false}
 // C[32,2048] = A · B
-static void g8_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
+static void g7_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
   dnnc_sgemm(false, false, 32, 2048, 10, 0x1p+0f, a, 10, b, 2048, 0x0p+0f, c, 2048);
 }
 
 // %d2 = avgpool2d_backward(%dh2, %2) {count_include_pad=true, kernel=[2,2], padding=[0,0], stride=[]}
-static int k9_avgpool2d_backward(const float* __restrict__ v_dh2, float* __restrict__ v_d2) {
+static int k8_avgpool2d_backward(const float* __restrict__ v_dh2, float* __restrict__ v_d2) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 bc = 0; bc < 1024; ++bc) {
     i64 xbase = (bc * 256);
@@ -293,7 +289,7 @@ static int k9_avgpool2d_backward(const float* __restrict__ v_dh2, float* __restr
 }
 
 // %d1 = relu_backward(%d2, %2)
-static int k10_relu_backward(const float* __restrict__ v_d2, const float* __restrict__ v_2, float* __restrict__ v_d1) {
+static int k9_relu_backward(const float* __restrict__ v_d2, const float* __restrict__ v_2, float* __restrict__ v_d1) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 i = 0; i < 262144; ++i) {
     v_d1[i] = ((v_2[i] > 0x0p+0f) ? v_d2[i] : 0x0p+0f);
@@ -302,7 +298,7 @@ static int k10_relu_backward(const float* __restrict__ v_d2, const float* __rest
 }
 
 // %conv2.bias.grad = reduce_sum(%d1) {axes=[0,2,3], keepdim=false}
-static int k11_reduce_sum(const float* __restrict__ v_d1, float* __restrict__ v_conv2_bias_grad) {
+static int k10_reduce_sum(const float* __restrict__ v_d1, float* __restrict__ v_conv2_bias_grad) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 o = 0; o < 32; ++o) {
     float acc = 0x0p+0f;
@@ -318,7 +314,7 @@ static int k11_reduce_sum(const float* __restrict__ v_d1, float* __restrict__ v_
 
 // %dh1 = conv2d_backward_input(%d1, @conv2.weight) {dilation=[1,1], groups=1, input_hw=[32,32], padding=[1,1], stride=[2,2]}
 // C[144,256] = Aᵀ · B, 32 problems
-static void g12_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
+static void g11_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
 #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 bi = 0; bi < 32; ++bi) {
     dnnc_sgemm(true, false, 144, 256, 32, 0x1p+0f, a, 144, b + bi * 8192, 256, 0x0p+0f, c + bi * 36864, 256);
@@ -326,7 +322,7 @@ static void g12_gemm(const float* __restrict__ a, const float* __restrict__ b, f
 }
 
 // %dh1 = conv2d_backward_input(%d1, @conv2.weight) {dilation=[1,1], groups=1, input_hw=[32,32], padding=[1,1], stride=[2,2]}
-static int k13_col2im(const float* __restrict__ s_dcol, float* __restrict__ v_dh1) {
+static int k12_col2im(const float* __restrict__ s_dcol, float* __restrict__ v_dh1) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 bc = 0; bc < 512; ++bc) {
     i64 xbase = (bc * 1024);
@@ -349,7 +345,7 @@ static int k13_col2im(const float* __restrict__ s_dcol, float* __restrict__ v_dh
 }
 
 // %d0 = relu_backward(%dh1, %h1)
-static int k14_relu_backward(const float* __restrict__ v_dh1, const float* __restrict__ v_h1, float* __restrict__ v_d0) {
+static int k13_relu_backward(const float* __restrict__ v_dh1, const float* __restrict__ v_h1, float* __restrict__ v_d0) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 i = 0; i < 524288; ++i) {
     v_d0[i] = ((v_h1[i] > 0x0p+0f) ? v_dh1[i] : 0x0p+0f);
@@ -358,7 +354,7 @@ static int k14_relu_backward(const float* __restrict__ v_dh1, const float* __res
 }
 
 // %conv1.bias.grad = reduce_sum(%d0) {axes=[0,2,3], keepdim=false}
-static int k15_reduce_sum(const float* __restrict__ v_d0, float* __restrict__ v_conv1_bias_grad) {
+static int k14_reduce_sum(const float* __restrict__ v_d0, float* __restrict__ v_conv1_bias_grad) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 o = 0; o < 16; ++o) {
     float acc = 0x0p+0f;
@@ -374,14 +370,14 @@ static int k15_reduce_sum(const float* __restrict__ v_d0, float* __restrict__ v_
 
 // %conv2.weight.grad = conv2d_backward_weight(%d1, %h1) {dilation=[1,1], groups=1, kernel=[3,3], padding=[1,1], stride=[2,2]}
 //   (im2col of h1)
-static int k16_im2col(const float* __restrict__ v_h1, float* __restrict__ s_col_1) {
+static int k15_im2col(const float* __restrict__ v_h1, float* __restrict__ s_col_1) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 bc = 0; bc < 512; ++bc) {
     i64 xbase = (bc * 1024);
-    i64 cbase = (((bc % 16) * 73728) + ((bc / 16) * 256));
+    i64 cbase = (bc * 2304);
     for (i64 row = 0; row < 9; ++row) {
       for (i64 i = 0; i < 256; ++i) {
-        s_col_1[((cbase + (row * 8192)) + i)] = 0x0p+0f;
+        s_col_1[((cbase + (row * 256)) + i)] = 0x0p+0f;
       }
     }
     for (i64 ki = 0; ki < 3; ++ki) {
@@ -389,7 +385,7 @@ static int k16_im2col(const float* __restrict__ v_h1, float* __restrict__ s_col_
         for (i64 oh = (0 < (((1 - ki) + 1) / 2) ? (((1 - ki) + 1) / 2) : 0); oh < (((((1 - ki) + 31) / 2) + 1) < 16 ? ((((1 - ki) + 31) / 2) + 1) : 16); ++oh) {
           i64 ih = (((oh * 2) - 1) + ki);
           for (i64 ow = (0 < (((1 - kj) + 1) / 2) ? (((1 - kj) + 1) / 2) : 0); ow < (((((1 - kj) + 31) / 2) + 1) < 16 ? ((((1 - kj) + 31) / 2) + 1) : 16); ++ow) {
-            s_col_1[(((cbase + (((ki * 3) + kj) * 8192)) + (oh * 16)) + ow)] = v_h1[((xbase + (ih * 32)) + (((ow * 2) - 1) + kj))];
+            s_col_1[(((cbase + (((ki * 3) + kj) * 256)) + (oh * 16)) + ow)] = v_h1[((xbase + (ih * 32)) + (((ow * 2) - 1) + kj))];
           }
         }
       }
@@ -399,35 +395,38 @@ static int k16_im2col(const float* __restrict__ v_h1, float* __restrict__ s_col_
 }
 
 // %conv2.weight.grad = conv2d_backward_weight(%d1, %h1) {dilation=[1,1], groups=1, kernel=[3,3], padding=[1,1], stride=[2,2]}
-//   (dy as [O, B*P])
-static int k17_dy_t(const float* __restrict__ v_d1, float* __restrict__ s_dy_t) {
-  #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
-  for (i64 ob = 0; ob < 1024; ++ob) {
-    i64 o = (ob / 32);
-    i64 b = (ob % 32);
-    for (i64 i = 0; i < 256; ++i) {
-      s_dy_t[((ob * 256) + i)] = v_d1[((((b * 32) + o) * 256) + i)];
+// C[32,144] = A · Bᵀ, 32 problems
+static void g16_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
+#pragma omp parallel for num_threads(dnnc_threads) schedule(static)
+  for (i64 bi = 0; bi < 32; ++bi) {
+    dnnc_sgemm(false, true, 32, 144, 256, 0x1p+0f, a + bi * 8192, 256, b + bi * 36864, 256, 0x0p+0f, c + bi * 4608, 144);
+  }
+}
+
+// %conv2.weight.grad = conv2d_backward_weight(%d1, %h1) {dilation=[1,1], groups=1, kernel=[3,3], padding=[1,1], stride=[2,2]}
+//   (sum of the images' products)
+static int k17_dw_sum(const float* __restrict__ s_dw_parts, float* __restrict__ v_conv2_weight_grad) {
+  for (i64 i = 0; i < 4608; ++i) {
+    v_conv2_weight_grad[i] = s_dw_parts[i];
+  }
+  for (i64 b = 1; b < 32; ++b) {
+    for (i64 i1 = 0; i1 < 4608; ++i1) {
+      v_conv2_weight_grad[i1] += s_dw_parts[((b * 4608) + i1)];
     }
   }
   return 0;
 }
 
-// %conv2.weight.grad = conv2d_backward_weight(%d1, %h1) {dilation=[1,1], groups=1, kernel=[3,3], padding=[1,1], stride=[2,2]}
-// C[32,144] = A · Bᵀ
-static void g18_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
-  dnnc_sgemm_split_k(false, true, 32, 144, 8192, 0x1p+0f, a, 8192, b, 8192, c, 144);
-}
-
 // %conv1.weight.grad = conv2d_backward_weight(%d0, %image) {dilation=[1,1], groups=1, kernel=[3,3], padding=[1,1], stride=[1,1]}
 //   (im2col of image)
-static int k19_im2col(const float* __restrict__ in_image, float* __restrict__ s_col_2) {
+static int k18_im2col(const float* __restrict__ in_image, float* __restrict__ s_col_2) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 bc = 0; bc < 96; ++bc) {
     i64 xbase = (bc * 1024);
-    i64 cbase = (((bc % 3) * 294912) + ((bc / 3) * 1024));
+    i64 cbase = (bc * 9216);
     for (i64 row = 0; row < 9; ++row) {
       for (i64 i = 0; i < 1024; ++i) {
-        s_col_2[((cbase + (row * 32768)) + i)] = 0x0p+0f;
+        s_col_2[((cbase + (row * 1024)) + i)] = 0x0p+0f;
       }
     }
     for (i64 ki = 0; ki < 3; ++ki) {
@@ -435,7 +434,7 @@ static int k19_im2col(const float* __restrict__ in_image, float* __restrict__ s_
         for (i64 oh = (0 < (1 - ki) ? (1 - ki) : 0); oh < (((1 - ki) + 32) < 32 ? ((1 - ki) + 32) : 32); ++oh) {
           i64 ih = ((oh - 1) + ki);
           for (i64 ow = (0 < (1 - kj) ? (1 - kj) : 0); ow < (((1 - kj) + 32) < 32 ? ((1 - kj) + 32) : 32); ++ow) {
-            s_col_2[(((cbase + (((ki * 3) + kj) * 32768)) + (oh * 32)) + ow)] = in_image[((xbase + (ih * 32)) + ((ow - 1) + kj))];
+            s_col_2[(((cbase + (((ki * 3) + kj) * 1024)) + (oh * 32)) + ow)] = in_image[((xbase + (ih * 32)) + ((ow - 1) + kj))];
           }
         }
       }
@@ -445,34 +444,37 @@ static int k19_im2col(const float* __restrict__ in_image, float* __restrict__ s_
 }
 
 // %conv1.weight.grad = conv2d_backward_weight(%d0, %image) {dilation=[1,1], groups=1, kernel=[3,3], padding=[1,1], stride=[1,1]}
-//   (dy as [O, B*P])
-static int k20_dy_t(const float* __restrict__ v_d0, float* __restrict__ s_dy_t_1) {
-  #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
-  for (i64 ob = 0; ob < 512; ++ob) {
-    i64 o = (ob / 32);
-    i64 b = (ob % 32);
-    for (i64 i = 0; i < 1024; ++i) {
-      s_dy_t_1[((ob * 1024) + i)] = v_d0[((((b * 16) + o) * 1024) + i)];
+// C[16,27] = A · Bᵀ, 32 problems
+static void g19_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
+#pragma omp parallel for num_threads(dnnc_threads) schedule(static)
+  for (i64 bi = 0; bi < 32; ++bi) {
+    dnnc_sgemm(false, true, 16, 27, 1024, 0x1p+0f, a + bi * 16384, 1024, b + bi * 27648, 1024, 0x0p+0f, c + bi * 432, 27);
+  }
+}
+
+// %conv1.weight.grad = conv2d_backward_weight(%d0, %image) {dilation=[1,1], groups=1, kernel=[3,3], padding=[1,1], stride=[1,1]}
+//   (sum of the images' products)
+static int k20_dw_sum(const float* __restrict__ s_dw_parts_1, float* __restrict__ v_conv1_weight_grad) {
+  for (i64 i = 0; i < 432; ++i) {
+    v_conv1_weight_grad[i] = s_dw_parts_1[i];
+  }
+  for (i64 b = 1; b < 32; ++b) {
+    for (i64 i1 = 0; i1 < 432; ++i1) {
+      v_conv1_weight_grad[i1] += s_dw_parts_1[((b * 432) + i1)];
     }
   }
   return 0;
 }
 
-// %conv1.weight.grad = conv2d_backward_weight(%d0, %image) {dilation=[1,1], groups=1, kernel=[3,3], padding=[1,1], stride=[1,1]}
-// C[16,27] = A · Bᵀ
-static void g21_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
-  dnnc_sgemm_split_k(false, true, 16, 27, 32768, 0x1p+0f, a, 32768, b, 32768, c, 27);
-}
-
 // %step = add_scalar(@dnnc.step) {value=1.0}
-static int k22_add_scalar(float* __restrict__ p_dnnc_step) {
+static int k21_add_scalar(float* __restrict__ p_dnnc_step) {
   float s_0 = p_dnnc_step[0];
   p_dnnc_step[0] = (s_0 + 0x1p+0f);
   return 0;
 }
 
 // %conv1.weight.new, %4 = sgd_update(@conv1.weight, %conv1.weight.grad, @conv1.weight.momentum_buffer, %step) {dampening=0.0, lr=0.01, momentum=0.9, nesterov=false, weight_decay=0.0}
-static int k23_sgd_update(float* __restrict__ p_conv1_weight, const float* __restrict__ v_conv1_weight_grad, float* __restrict__ p_conv1_weight_momentum_buffer, const float* __restrict__ v_step) {
+static int k22_sgd_update(float* __restrict__ p_conv1_weight, const float* __restrict__ v_conv1_weight_grad, float* __restrict__ p_conv1_weight_momentum_buffer, const float* __restrict__ v_step) {
   float s_0 = v_step[0];
   if ((!(s_0 >= 0x1p+0f))) return 1;
   bool first = (s_0 == 0x1p+0f);
@@ -487,7 +489,7 @@ static int k23_sgd_update(float* __restrict__ p_conv1_weight, const float* __res
 }
 
 // %conv1.bias.new, %5 = sgd_update(@conv1.bias, %conv1.bias.grad, @conv1.bias.momentum_buffer, %step) {dampening=0.0, lr=0.01, momentum=0.9, nesterov=false, weight_decay=0.0}
-static int k24_sgd_update(float* __restrict__ p_conv1_bias, const float* __restrict__ v_conv1_bias_grad, float* __restrict__ p_conv1_bias_momentum_buffer, const float* __restrict__ v_step) {
+static int k23_sgd_update(float* __restrict__ p_conv1_bias, const float* __restrict__ v_conv1_bias_grad, float* __restrict__ p_conv1_bias_momentum_buffer, const float* __restrict__ v_step) {
   float s_0 = v_step[0];
   if ((!(s_0 >= 0x1p+0f))) return 1;
   bool first = (s_0 == 0x1p+0f);
@@ -502,7 +504,7 @@ static int k24_sgd_update(float* __restrict__ p_conv1_bias, const float* __restr
 }
 
 // %conv2.weight.new, %6 = sgd_update(@conv2.weight, %conv2.weight.grad, @conv2.weight.momentum_buffer, %step) {dampening=0.0, lr=0.01, momentum=0.9, nesterov=false, weight_decay=0.0}
-static int k25_sgd_update(float* __restrict__ p_conv2_weight, const float* __restrict__ v_conv2_weight_grad, float* __restrict__ p_conv2_weight_momentum_buffer, const float* __restrict__ v_step) {
+static int k24_sgd_update(float* __restrict__ p_conv2_weight, const float* __restrict__ v_conv2_weight_grad, float* __restrict__ p_conv2_weight_momentum_buffer, const float* __restrict__ v_step) {
   float s_0 = v_step[0];
   if ((!(s_0 >= 0x1p+0f))) return 1;
   bool first = (s_0 == 0x1p+0f);
@@ -517,7 +519,7 @@ static int k25_sgd_update(float* __restrict__ p_conv2_weight, const float* __res
 }
 
 // %conv2.bias.new, %7 = sgd_update(@conv2.bias, %conv2.bias.grad, @conv2.bias.momentum_buffer, %step) {dampening=0.0, lr=0.01, momentum=0.9, nesterov=false, weight_decay=0.0}
-static int k26_sgd_update(float* __restrict__ p_conv2_bias, const float* __restrict__ v_conv2_bias_grad, float* __restrict__ p_conv2_bias_momentum_buffer, const float* __restrict__ v_step) {
+static int k25_sgd_update(float* __restrict__ p_conv2_bias, const float* __restrict__ v_conv2_bias_grad, float* __restrict__ p_conv2_bias_momentum_buffer, const float* __restrict__ v_step) {
   float s_0 = v_step[0];
   if ((!(s_0 >= 0x1p+0f))) return 1;
   bool first = (s_0 == 0x1p+0f);
@@ -532,13 +534,13 @@ static int k26_sgd_update(float* __restrict__ p_conv2_bias, const float* __restr
 }
 
 // %fc.weight.new, %8 = sgd_update(@fc.weight, %fc.weight.grad, @fc.weight.momentum_buffer, %step) {dampening=0.0, lr=0.01, momentum=0.9, nesterov=false, weight_decay=0.0}
-static int k27_sgd_step_check(const float* __restrict__ v_step) {
+static int k26_sgd_step_check(const float* __restrict__ v_step) {
   if ((!(v_step[0] >= 0x1p+0f))) return 1;
   return 0;
 }
 
-// epilogue of g28_gemm: elements [begin, end) of C
-static int g28_epilogue(i64 begin, i64 end, const float* __restrict__ v_8, float* __restrict__ v_fc_weight_new) {
+// epilogue of g27_gemm: elements [begin, end) of C
+static int g27_epilogue(i64 begin, i64 end, const float* __restrict__ v_8, float* __restrict__ v_fc_weight_new) {
   for (i64 i = begin; i < end; ++i) {
     v_fc_weight_new[i] = (v_fc_weight_new[i] + ((-0x1.47ae14p-7f) * v_8[i]));
   }
@@ -546,20 +548,20 @@ static int g28_epilogue(i64 begin, i64 end, const float* __restrict__ v_8, float
 }
 // %fc.weight.grad = matmul(%dlogits, %3) {transpose_a=true, transpose_b=false}
 // %fc.weight.new, %8 = sgd_update(@fc.weight, %fc.weight.grad, @fc.weight.momentum_buffer, %step) {dampening=0.0, lr=0.01, momentum=0.9, nesterov=false, weight_decay=0.0}
-// C[10,2048] = α Aᵀ · B + β C (α, β = 1, 0 on the first step, else 1, 0.9), then g28_epilogue on each thread's rows
-static void g28_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c, float* __restrict__ e1, const float* __restrict__ step) {
+// C[10,2048] = α Aᵀ · B + β C (α, β = 1, 0 on the first step, else 1, 0.9), then g27_epilogue on each thread's rows
+static void g27_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c, float* __restrict__ e1, const float* __restrict__ step) {
   const bool first = step[0] == 0x1p+0f;
   const float alpha = first ? 0x1p+0f : 0x1p+0f, beta = first ? 0x0p+0f : 0x1.ccccccp-1f;
   const int t = 1;
   for (int i = 0; i < t; ++i) {
     const i64 r0 = 10 * i / t, r1 = 10 * (i + 1) / t;
     dnnc_sgemm(true, false, r1 - r0, 2048, 32, alpha, a + r0, 10, b, 2048, beta, c + r0 * 2048, 2048);
-    g28_epilogue(r0 * 2048, r1 * 2048, c, e1);
+    g27_epilogue(r0 * 2048, r1 * 2048, c, e1);
   }
 }
 
 // %fc.bias.new, %9 = sgd_update(@fc.bias, %fc.bias.grad, @fc.bias.momentum_buffer, %step) {dampening=0.0, lr=0.01, momentum=0.9, nesterov=false, weight_decay=0.0}
-static int k29_sgd_update(float* __restrict__ p_fc_bias, const float* __restrict__ v_fc_bias_grad, float* __restrict__ p_fc_bias_momentum_buffer, const float* __restrict__ v_step) {
+static int k28_sgd_update(float* __restrict__ p_fc_bias, const float* __restrict__ v_fc_bias_grad, float* __restrict__ p_fc_bias_momentum_buffer, const float* __restrict__ v_step) {
   float s_0 = v_step[0];
   if ((!(s_0 >= 0x1p+0f))) return 1;
   bool first = (s_0 == 0x1p+0f);
@@ -589,33 +591,32 @@ extern "C" int dnnc_run(void** buffers) {
   float* p_conv2_bias_momentum_buffer = (float*)buffers[12];  // param f32[32] conv2.bias.momentum_buffer
   float* p_fc_weight_momentum_buffer = (float*)buffers[13];  // param f32[10,2048] fc.weight.momentum_buffer
   float* p_fc_bias_momentum_buffer = (float*)buffers[14];  // param f32[10] fc.bias.momentum_buffer
-  float* v_0 = (float*)buffers[15];  // intermediate f32[32,16,32,32] 0
-  float* v_h1 = (float*)buffers[16];  // intermediate f32[32,16,32,32] h1
-  float* s_col = (float*)buffers[17];  // scratch f32[1179648]
-  float* v_1 = (float*)buffers[18];  // intermediate f32[32,32,16,16] 1
-  float* v_2 = (float*)buffers[19];  // intermediate f32[32,32,16,16] 2
-  float* v_h2 = (float*)buffers[20];  // intermediate f32[32,32,8,8] h2
+  float* v_h1 = (float*)buffers[15];  // intermediate f32[32,16,32,32] h1
+  float* s_col = (float*)buffers[16];  // scratch f32[1179648]
+  float* v_1 = (float*)buffers[17];  // intermediate f32[32,32,16,16] 1
+  float* v_2 = (float*)buffers[18];  // intermediate f32[32,32,16,16] 2
+  float* v_h2 = (float*)buffers[19];  // intermediate f32[32,32,8,8] h2
   float* v_3 = v_h2;  // alias f32[32,2048] 3
-  float* v_logits = (float*)buffers[22];  // intermediate f32[32,10] logits
-  float* v_loss = (float*)buffers[23];  // intermediate f32[] loss
-  float* v_dloss = (float*)buffers[24];  // intermediate f32[] dloss
-  float* v_dlogits = (float*)buffers[25];  // intermediate f32[32,10] dlogits
-  float* v_fc_bias_grad = (float*)buffers[26];  // intermediate f32[10] fc.bias.grad
-  float* v_d3 = (float*)buffers[27];  // intermediate f32[32,2048] d3
+  float* v_logits = (float*)buffers[21];  // intermediate f32[32,10] logits
+  float* v_loss = (float*)buffers[22];  // intermediate f32[] loss
+  float* v_dloss = (float*)buffers[23];  // intermediate f32[] dloss
+  float* v_dlogits = (float*)buffers[24];  // intermediate f32[32,10] dlogits
+  float* v_fc_bias_grad = (float*)buffers[25];  // intermediate f32[10] fc.bias.grad
+  float* v_d3 = (float*)buffers[26];  // intermediate f32[32,2048] d3
   float* v_dh2 = v_d3;  // alias f32[32,32,8,8] dh2
-  float* v_d2 = (float*)buffers[29];  // intermediate f32[32,32,16,16] d2
-  float* v_d1 = (float*)buffers[30];  // intermediate f32[32,32,16,16] d1
-  float* v_conv2_bias_grad = (float*)buffers[31];  // intermediate f32[32] conv2.bias.grad
-  float* s_dcol = (float*)buffers[32];  // scratch f32[1179648]
-  float* v_dh1 = (float*)buffers[33];  // intermediate f32[32,16,32,32] dh1
-  float* v_d0 = (float*)buffers[34];  // intermediate f32[32,16,32,32] d0
-  float* v_conv1_bias_grad = (float*)buffers[35];  // intermediate f32[16] conv1.bias.grad
-  float* s_col_1 = (float*)buffers[36];  // scratch f32[1179648]
-  float* s_dy_t = (float*)buffers[37];  // scratch f32[262144]
-  float* v_conv2_weight_grad = (float*)buffers[38];  // intermediate f32[32,16,3,3] conv2.weight.grad
-  float* s_col_2 = (float*)buffers[39];  // scratch f32[884736]
-  float* s_dy_t_1 = (float*)buffers[40];  // scratch f32[524288]
-  float* v_conv1_weight_grad = (float*)buffers[41];  // intermediate f32[16,3,3,3] conv1.weight.grad
+  float* v_d2 = (float*)buffers[28];  // intermediate f32[32,32,16,16] d2
+  float* v_d1 = (float*)buffers[29];  // intermediate f32[32,32,16,16] d1
+  float* v_conv2_bias_grad = (float*)buffers[30];  // intermediate f32[32] conv2.bias.grad
+  float* s_dcol = (float*)buffers[31];  // scratch f32[1179648]
+  float* v_dh1 = (float*)buffers[32];  // intermediate f32[32,16,32,32] dh1
+  float* v_d0 = (float*)buffers[33];  // intermediate f32[32,16,32,32] d0
+  float* v_conv1_bias_grad = (float*)buffers[34];  // intermediate f32[16] conv1.bias.grad
+  float* s_col_1 = (float*)buffers[35];  // scratch f32[1179648]
+  float* v_conv2_weight_grad = (float*)buffers[36];  // intermediate f32[32,16,3,3] conv2.weight.grad
+  float* s_dw_parts = (float*)buffers[37];  // scratch f32[147456]
+  float* s_col_2 = (float*)buffers[38];  // scratch f32[884736]
+  float* v_conv1_weight_grad = (float*)buffers[39];  // intermediate f32[16,3,3,3] conv1.weight.grad
+  float* s_dw_parts_1 = (float*)buffers[40];  // scratch f32[13824]
   float* v_step = p_dnnc_step;  // alias f32[] step
   float* v_conv1_weight_new = p_conv1_weight;  // alias f32[16,3,3,3] conv1.weight.new
   float* v_4 = p_conv1_weight_momentum_buffer;  // alias f32[16,3,3,3] 4
@@ -630,65 +631,63 @@ extern "C" int dnnc_run(void** buffers) {
   float* v_fc_bias_new = p_fc_bias;  // alias f32[10] fc.bias.new
   float* v_9 = p_fc_bias_momentum_buffer;  // alias f32[10] 9
   DNNC_TICK(-1);
-  k0_conv2d(in_image, p_conv1_weight, p_conv1_bias, v_0);
+  k0_conv2d_chain(in_image, p_conv1_weight, p_conv1_bias, v_h1);
   DNNC_TICK(0);
-  k1_relu(v_0, v_h1);
+  k1_im2col(v_h1, s_col);
   DNNC_TICK(1);
-  k2_im2col(v_h1, s_col);
+  g2_gemm(p_conv2_weight, s_col, p_conv2_bias, v_1);
   DNNC_TICK(2);
-  g3_gemm(p_conv2_weight, s_col, p_conv2_bias, v_1);
+  k3_relu(v_1, v_2);
   DNNC_TICK(3);
-  k4_relu(v_1, v_2);
+  k4_avgpool2d(v_2, v_h2);
   DNNC_TICK(4);
-  k5_avgpool2d(v_2, v_h2);
+  g5_gemm(v_3, p_fc_weight, p_fc_bias, v_logits);
   DNNC_TICK(5);
-  g6_gemm(v_3, p_fc_weight, p_fc_bias, v_logits);
+  if (int e = k6_softmax_xent(v_logits, in_label, v_loss, v_dloss, v_dlogits, v_fc_bias_grad)) return 0 + e;
   DNNC_TICK(6);
-  if (int e = k7_softmax_xent(v_logits, in_label, v_loss, v_dloss, v_dlogits, v_fc_bias_grad)) return 0 + e;
+  g7_gemm(v_dlogits, p_fc_weight, v_d3);
   DNNC_TICK(7);
-  g8_gemm(v_dlogits, p_fc_weight, v_d3);
+  k8_avgpool2d_backward(v_dh2, v_d2);
   DNNC_TICK(8);
-  k9_avgpool2d_backward(v_dh2, v_d2);
+  k9_relu_backward(v_d2, v_2, v_d1);
   DNNC_TICK(9);
-  k10_relu_backward(v_d2, v_2, v_d1);
+  k10_reduce_sum(v_d1, v_conv2_bias_grad);
   DNNC_TICK(10);
-  k11_reduce_sum(v_d1, v_conv2_bias_grad);
+  g11_gemm(p_conv2_weight, v_d1, s_dcol);
   DNNC_TICK(11);
-  g12_gemm(p_conv2_weight, v_d1, s_dcol);
+  k12_col2im(s_dcol, v_dh1);
   DNNC_TICK(12);
-  k13_col2im(s_dcol, v_dh1);
+  k13_relu_backward(v_dh1, v_h1, v_d0);
   DNNC_TICK(13);
-  k14_relu_backward(v_dh1, v_h1, v_d0);
+  k14_reduce_sum(v_d0, v_conv1_bias_grad);
   DNNC_TICK(14);
-  k15_reduce_sum(v_d0, v_conv1_bias_grad);
+  k15_im2col(v_h1, s_col_1);
   DNNC_TICK(15);
-  k16_im2col(v_h1, s_col_1);
+  g16_gemm(v_d1, s_col_1, s_dw_parts);
   DNNC_TICK(16);
-  k17_dy_t(v_d1, s_dy_t);
+  k17_dw_sum(s_dw_parts, v_conv2_weight_grad);
   DNNC_TICK(17);
-  g18_gemm(s_dy_t, s_col_1, v_conv2_weight_grad);
+  k18_im2col(in_image, s_col_2);
   DNNC_TICK(18);
-  k19_im2col(in_image, s_col_2);
+  g19_gemm(v_d0, s_col_2, s_dw_parts_1);
   DNNC_TICK(19);
-  k20_dy_t(v_d0, s_dy_t_1);
+  k20_dw_sum(s_dw_parts_1, v_conv1_weight_grad);
   DNNC_TICK(20);
-  g21_gemm(s_dy_t_1, s_col_2, v_conv1_weight_grad);
+  k21_add_scalar(p_dnnc_step);
   DNNC_TICK(21);
-  k22_add_scalar(p_dnnc_step);
+  if (int e = k22_sgd_update(p_conv1_weight, v_conv1_weight_grad, p_conv1_weight_momentum_buffer, v_step)) return 1 + e;
   DNNC_TICK(22);
-  if (int e = k23_sgd_update(p_conv1_weight, v_conv1_weight_grad, p_conv1_weight_momentum_buffer, v_step)) return 1 + e;
+  if (int e = k23_sgd_update(p_conv1_bias, v_conv1_bias_grad, p_conv1_bias_momentum_buffer, v_step)) return 2 + e;
   DNNC_TICK(23);
-  if (int e = k24_sgd_update(p_conv1_bias, v_conv1_bias_grad, p_conv1_bias_momentum_buffer, v_step)) return 2 + e;
+  if (int e = k24_sgd_update(p_conv2_weight, v_conv2_weight_grad, p_conv2_weight_momentum_buffer, v_step)) return 3 + e;
   DNNC_TICK(24);
-  if (int e = k25_sgd_update(p_conv2_weight, v_conv2_weight_grad, p_conv2_weight_momentum_buffer, v_step)) return 3 + e;
+  if (int e = k25_sgd_update(p_conv2_bias, v_conv2_bias_grad, p_conv2_bias_momentum_buffer, v_step)) return 4 + e;
   DNNC_TICK(25);
-  if (int e = k26_sgd_update(p_conv2_bias, v_conv2_bias_grad, p_conv2_bias_momentum_buffer, v_step)) return 4 + e;
+  if (int e = k26_sgd_step_check(v_step)) return 5 + e;
   DNNC_TICK(26);
-  if (int e = k27_sgd_step_check(v_step)) return 5 + e;
+  g27_gemm(v_dlogits, v_3, v_8, v_fc_weight_new, v_step);
   DNNC_TICK(27);
-  g28_gemm(v_dlogits, v_3, v_8, v_fc_weight_new, v_step);
+  if (int e = k28_sgd_update(p_fc_bias, v_fc_bias_grad, p_fc_bias_momentum_buffer, v_step)) return 6 + e;
   DNNC_TICK(28);
-  if (int e = k29_sgd_update(p_fc_bias, v_fc_bias_grad, p_fc_bias_momentum_buffer, v_step)) return 6 + e;
-  DNNC_TICK(29);
   return 0;
 }

@@ -89,7 +89,9 @@ static void dnnc_sgemm_split_k(bool ta, bool tb, i64 m, i64 n, i64 k, float alph
 }
 
 // %0 = conv2d(%image, @conv1.weight, @conv1.bias) {dilation=[1,1], groups=1, padding=[2,2], stride=[1,1]}
-static int k0_conv2d(const float* __restrict__ in_image, const float* __restrict__ p_conv1_weight, const float* __restrict__ p_conv1_bias, float* __restrict__ v_0) {
+// %1 = relu(%0)
+// %h1 = maxpool2d(%1) {kernel=[2,2], padding=[0,0], stride=[]}
+static int k0_conv2d_pool(const float* __restrict__ in_image, const float* __restrict__ p_conv1_weight, const float* __restrict__ p_conv1_bias, float* __restrict__ s_plane, float* __restrict__ v_h1) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 bo = 0; bo < 384; ++bo) {
     i64 b = (bo / 6);
@@ -97,7 +99,7 @@ static int k0_conv2d(const float* __restrict__ in_image, const float* __restrict
     i64 ybase = (bo * 784);
     float bias = p_conv1_bias[o];
     for (i64 i = 0; i < 784; ++i) {
-      v_0[(ybase + i)] = bias;
+      s_plane[(ybase + i)] = bias;
     }
     for (i64 cw = 0; cw < 1; ++cw) {
       i64 xbase = ((b + cw) * 784);
@@ -107,47 +109,27 @@ static int k0_conv2d(const float* __restrict__ in_image, const float* __restrict
           for (i64 oh = (0 < (2 - ki) ? (2 - ki) : 0); oh < (((2 - ki) + 28) < 28 ? ((2 - ki) + 28) : 28); ++oh) {
             i64 ih = ((oh - 2) + ki);
             for (i64 ow = (0 < (2 - kj) ? (2 - kj) : 0); ow < (((2 - kj) + 28) < 28 ? ((2 - kj) + 28) : 28); ++ow) {
-              v_0[((ybase + (oh * 28)) + ow)] += (wv * in_image[((xbase + (ih * 28)) + ((ow - 2) + kj))]);
+              s_plane[((ybase + (oh * 28)) + ow)] += (wv * in_image[((xbase + (ih * 28)) + ((ow - 2) + kj))]);
             }
           }
         }
       }
     }
-  }
-  return 0;
-}
-
-// %1 = relu(%0)
-static int k1_relu(const float* __restrict__ v_0, float* __restrict__ v_1) {
-  #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
-  for (i64 i = 0; i < 301056; ++i) {
-    v_1[i] = ((v_0[i] > 0x0p+0f) ? v_0[i] : 0x0p+0f);
-  }
-  return 0;
-}
-
-// %h1 = maxpool2d(%1) {kernel=[2,2], padding=[0,0], stride=[]}
-static int k2_maxpool2d(const float* __restrict__ v_1, float* __restrict__ v_h1) {
-  #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
-  for (i64 bc = 0; bc < 384; ++bc) {
-    i64 xbase = (bc * 784);
-    i64 ybase = (bc * 196);
-    for (i64 oh = 0; oh < 14; ++oh) {
-      for (i64 ow = 0; ow < 14; ++ow) {
-        i64 h0 = (oh * 2);
-        i64 w0 = (ow * 2);
-        i64 best = (((h0 < 0 ? 0 : h0) * 28) + (w0 < 0 ? 0 : w0));
-        float best_val = (-__builtin_inff());
-        for (i64 ih = (h0 < 0 ? 0 : h0); ih < (28 < (h0 + 2) ? 28 : (h0 + 2)); ++ih) {
-          for (i64 iw = (w0 < 0 ? 0 : w0); iw < (28 < (w0 + 2) ? 28 : (w0 + 2)); ++iw) {
-            float v = v_1[((xbase + (ih * 28)) + iw)];
-            if (((v > best_val) || __builtin_isnan(v))) {
-              best_val = v;
-              best = ((ih * 28) + iw);
-            }
-          }
-        }
-        v_h1[((ybase + (oh * 14)) + ow)] = v_1[(xbase + best)];
+    for (i64 i1 = 0; i1 < 784; ++i1) {
+      float c = s_plane[(ybase + i1)];
+      s_plane[(ybase + i1)] = ((c > 0x0p+0f) ? c : 0x0p+0f);
+    }
+    for (i64 ph = 0; ph < 14; ++ph) {
+      i64 prow = (ybase + (ph * 56));
+      for (i64 pw = 0; pw < 14; ++pw) {
+        float v = s_plane[(prow + (pw * 2))];
+        float v1 = s_plane[((prow + (pw * 2)) + 1)];
+        float m = (((v1 > v) || __builtin_isnan(v1)) ? v1 : v);
+        float v2 = s_plane[((prow + (pw * 2)) + 28)];
+        float m1 = (((v2 > m) || __builtin_isnan(v2)) ? v2 : m);
+        float v3 = s_plane[((prow + (pw * 2)) + 29)];
+        float m2 = (((v3 > m1) || __builtin_isnan(v3)) ? v3 : m1);
+        v_h1[(((bo * 196) + (ph * 14)) + pw)] = m2;
       }
     }
   }
@@ -156,7 +138,7 @@ static int k2_maxpool2d(const float* __restrict__ v_1, float* __restrict__ v_h1)
 
 // %2 = conv2d(%h1, @conv2.weight, @conv2.bias) {dilation=[1,1], groups=1, padding=[0,0], stride=[1,1]}
 //   (im2col of h1)
-static int k3_im2col(const float* __restrict__ v_h1, float* __restrict__ s_col) {
+static int k1_im2col(const float* __restrict__ v_h1, float* __restrict__ s_col) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 bc = 0; bc < 384; ++bc) {
     i64 xbase = (bc * 196);
@@ -177,7 +159,7 @@ static int k3_im2col(const float* __restrict__ v_h1, float* __restrict__ s_col) 
 
 // %2 = conv2d(%h1, @conv2.weight, @conv2.bias) {dilation=[1,1], groups=1, padding=[0,0], stride=[1,1]}
 // C[16,100] = A · B, 64 problems + bias per row
-static void g4_gemm(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias, float* __restrict__ c) {
+static void g2_gemm(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias, float* __restrict__ c) {
 #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 r = 0; r < 1024; ++r) {
     float* row = c + r / 16 * 1600 + r % 16 * 100;
@@ -190,7 +172,7 @@ static void g4_gemm(const float* __restrict__ a, const float* __restrict__ b, co
 }
 
 // %3 = relu(%2)
-static int k5_relu(const float* __restrict__ v_2, float* __restrict__ v_3) {
+static int k3_relu(const float* __restrict__ v_2, float* __restrict__ v_3) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 i = 0; i < 102400; ++i) {
     v_3[i] = ((v_2[i] > 0x0p+0f) ? v_2[i] : 0x0p+0f);
@@ -199,7 +181,7 @@ static int k5_relu(const float* __restrict__ v_2, float* __restrict__ v_3) {
 }
 
 // %h2 = maxpool2d(%3) {kernel=[2,2], padding=[0,0], stride=[]}
-static int k6_maxpool2d(const float* __restrict__ v_3, float* __restrict__ v_h2) {
+static int k4_maxpool2d(const float* __restrict__ v_3, float* __restrict__ v_h2) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 bc = 0; bc < 1024; ++bc) {
     i64 xbase = (bc * 100);
@@ -226,8 +208,8 @@ static int k6_maxpool2d(const float* __restrict__ v_3, float* __restrict__ v_h2)
   return 0;
 }
 
-// epilogue of g7_gemm: elements [begin, end) of C
-static int g7_epilogue(i64 begin, i64 end, float* __restrict__ v_h3) {
+// epilogue of g5_gemm: elements [begin, end) of C
+static int g5_epilogue(i64 begin, i64 end, float* __restrict__ v_h3) {
   for (i64 i = begin; i < end; ++i) {
     float c = v_h3[i];
     v_h3[i] = ((c > 0x0p+0f) ? c : 0x0p+0f);
@@ -236,8 +218,8 @@ static int g7_epilogue(i64 begin, i64 end, float* __restrict__ v_h3) {
 }
 // %5 = linear(%4, @fc1.weight, @fc1.bias)
 // %h3 = relu(%5)
-// C[64,120] = A · Bᵀ + bias per column, then g7_epilogue on each thread's rows
-static void g7_gemm(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias, float* __restrict__ c) {
+// C[64,120] = A · Bᵀ + bias per column, then g5_epilogue on each thread's rows
+static void g5_gemm(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias, float* __restrict__ c) {
   const int t = dnnc_threads;
 #pragma omp parallel for num_threads(t) schedule(static)
   for (int i = 0; i < t; ++i) {
@@ -245,12 +227,12 @@ static void g7_gemm(const float* __restrict__ a, const float* __restrict__ b, co
     for (i64 r = r0; r < r1; ++r)
       for (i64 j = 0; j < 120; ++j) c[r * 120 + j] = bias[j];
     dnnc_sgemm(false, true, r1 - r0, 120, 400, 0x1p+0f, a + r0 * 400, 400, b, 400, 0x1p+0f, c + r0 * 120, 120);
-    g7_epilogue(r0 * 120, r1 * 120, c);
+    g5_epilogue(r0 * 120, r1 * 120, c);
   }
 }
 
-// epilogue of g8_gemm: elements [begin, end) of C
-static int g8_epilogue(i64 begin, i64 end, float* __restrict__ v_h4) {
+// epilogue of g6_gemm: elements [begin, end) of C
+static int g6_epilogue(i64 begin, i64 end, float* __restrict__ v_h4) {
   for (i64 i = begin; i < end; ++i) {
     float c = v_h4[i];
     v_h4[i] = ((c > 0x0p+0f) ? c : 0x0p+0f);
@@ -259,21 +241,21 @@ static int g8_epilogue(i64 begin, i64 end, float* __restrict__ v_h4) {
 }
 // %6 = linear(%h3, @fc2.weight, @fc2.bias)
 // %h4 = relu(%6)
-// C[64,84] = A · Bᵀ + bias per column, then g8_epilogue on each thread's rows
-static void g8_gemm(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias, float* __restrict__ c) {
+// C[64,84] = A · Bᵀ + bias per column, then g6_epilogue on each thread's rows
+static void g6_gemm(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias, float* __restrict__ c) {
   const int t = 1;
   for (int i = 0; i < t; ++i) {
     const i64 r0 = 64 * i / t, r1 = 64 * (i + 1) / t;
     for (i64 r = r0; r < r1; ++r)
       for (i64 j = 0; j < 84; ++j) c[r * 84 + j] = bias[j];
     dnnc_sgemm(false, true, r1 - r0, 84, 120, 0x1p+0f, a + r0 * 120, 120, b, 120, 0x1p+0f, c + r0 * 84, 84);
-    g8_epilogue(r0 * 84, r1 * 84, c);
+    g6_epilogue(r0 * 84, r1 * 84, c);
   }
 }
 
 // %logits = linear(%h4, @fc3.weight, @fc3.bias)
 // C[64,10] = A · Bᵀ + bias per column
-static void g9_gemm(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias, float* __restrict__ c) {
+static void g7_gemm(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias, float* __restrict__ c) {
   for (i64 r = 0; r < 64; ++r) {
     float* row = c + r / 64 * 0 + r % 64 * 10;
     for (i64 j = 0; j < 10; ++j) row[j] = bias[j];
@@ -293,37 +275,32 @@ extern "C" int dnnc_run(void** buffers) {
   float* p_fc2_bias = (float*)buffers[8];  // param f32[84] fc2.bias
   float* p_fc3_weight = (float*)buffers[9];  // param f32[10,84] fc3.weight
   float* p_fc3_bias = (float*)buffers[10];  // param f32[10] fc3.bias
-  float* v_0 = (float*)buffers[11];  // intermediate f32[64,6,28,28] 0
-  float* v_1 = (float*)buffers[12];  // intermediate f32[64,6,28,28] 1
-  float* v_h1 = (float*)buffers[13];  // intermediate f32[64,6,14,14] h1
-  float* s_col = (float*)buffers[14];  // scratch f32[960000]
-  float* v_2 = (float*)buffers[15];  // intermediate f32[64,16,10,10] 2
-  float* v_3 = (float*)buffers[16];  // intermediate f32[64,16,10,10] 3
-  float* v_h2 = (float*)buffers[17];  // intermediate f32[64,16,5,5] h2
+  float* s_plane = (float*)buffers[11];  // scratch f32[301056]
+  float* v_h1 = (float*)buffers[12];  // intermediate f32[64,6,14,14] h1
+  float* s_col = (float*)buffers[13];  // scratch f32[960000]
+  float* v_2 = (float*)buffers[14];  // intermediate f32[64,16,10,10] 2
+  float* v_3 = (float*)buffers[15];  // intermediate f32[64,16,10,10] 3
+  float* v_h2 = (float*)buffers[16];  // intermediate f32[64,16,5,5] h2
   float* v_4 = v_h2;  // alias f32[64,400] 4
-  float* v_h3 = (float*)buffers[19];  // intermediate f32[64,120] h3
-  float* v_h4 = (float*)buffers[20];  // intermediate f32[64,84] h4
-  float* v_logits = (float*)buffers[21];  // intermediate f32[64,10] logits
+  float* v_h3 = (float*)buffers[18];  // intermediate f32[64,120] h3
+  float* v_h4 = (float*)buffers[19];  // intermediate f32[64,84] h4
+  float* v_logits = (float*)buffers[20];  // intermediate f32[64,10] logits
   DNNC_TICK(-1);
-  k0_conv2d(in_image, p_conv1_weight, p_conv1_bias, v_0);
+  k0_conv2d_pool(in_image, p_conv1_weight, p_conv1_bias, s_plane, v_h1);
   DNNC_TICK(0);
-  k1_relu(v_0, v_1);
+  k1_im2col(v_h1, s_col);
   DNNC_TICK(1);
-  k2_maxpool2d(v_1, v_h1);
+  g2_gemm(p_conv2_weight, s_col, p_conv2_bias, v_2);
   DNNC_TICK(2);
-  k3_im2col(v_h1, s_col);
+  k3_relu(v_2, v_3);
   DNNC_TICK(3);
-  g4_gemm(p_conv2_weight, s_col, p_conv2_bias, v_2);
+  k4_maxpool2d(v_3, v_h2);
   DNNC_TICK(4);
-  k5_relu(v_2, v_3);
+  g5_gemm(v_4, p_fc1_weight, p_fc1_bias, v_h3);
   DNNC_TICK(5);
-  k6_maxpool2d(v_3, v_h2);
+  g6_gemm(v_h3, p_fc2_weight, p_fc2_bias, v_h4);
   DNNC_TICK(6);
-  g7_gemm(v_4, p_fc1_weight, p_fc1_bias, v_h3);
+  g7_gemm(v_h4, p_fc3_weight, p_fc3_bias, v_logits);
   DNNC_TICK(7);
-  g8_gemm(v_h3, p_fc2_weight, p_fc2_bias, v_h4);
-  DNNC_TICK(8);
-  g9_gemm(v_h4, p_fc3_weight, p_fc3_bias, v_logits);
-  DNNC_TICK(9);
   return 0;
 }

@@ -89,7 +89,9 @@ static void dnnc_sgemm_split_k(bool ta, bool tb, i64 m, i64 n, i64 k, float alph
 }
 
 // %0 = conv2d(%image, @conv1.weight, @conv1.bias) {dilation=[1,1], groups=1, padding=[2,2], stride=[1,1]}
-static int k0_conv2d(const float* __restrict__ in_image, const float* __restrict__ p_conv1_weight, const float* __restrict__ p_conv1_bias, float* __restrict__ v_0) {
+// %1 = relu(%0)
+// %h1 = maxpool2d(%1) {kernel=[2,2], padding=[0,0], stride=[]}
+static int k0_conv2d_pool(const float* __restrict__ in_image, const float* __restrict__ p_conv1_weight, const float* __restrict__ p_conv1_bias, float* __restrict__ v_1, float* __restrict__ v_h1) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 bo = 0; bo < 384; ++bo) {
     i64 b = (bo / 6);
@@ -97,7 +99,7 @@ static int k0_conv2d(const float* __restrict__ in_image, const float* __restrict
     i64 ybase = (bo * 784);
     float bias = p_conv1_bias[o];
     for (i64 i = 0; i < 784; ++i) {
-      v_0[(ybase + i)] = bias;
+      v_1[(ybase + i)] = bias;
     }
     for (i64 cw = 0; cw < 1; ++cw) {
       i64 xbase = ((b + cw) * 784);
@@ -107,47 +109,27 @@ static int k0_conv2d(const float* __restrict__ in_image, const float* __restrict
           for (i64 oh = (0 < (2 - ki) ? (2 - ki) : 0); oh < (((2 - ki) + 28) < 28 ? ((2 - ki) + 28) : 28); ++oh) {
             i64 ih = ((oh - 2) + ki);
             for (i64 ow = (0 < (2 - kj) ? (2 - kj) : 0); ow < (((2 - kj) + 28) < 28 ? ((2 - kj) + 28) : 28); ++ow) {
-              v_0[((ybase + (oh * 28)) + ow)] += (wv * in_image[((xbase + (ih * 28)) + ((ow - 2) + kj))]);
+              v_1[((ybase + (oh * 28)) + ow)] += (wv * in_image[((xbase + (ih * 28)) + ((ow - 2) + kj))]);
             }
           }
         }
       }
     }
-  }
-  return 0;
-}
-
-// %1 = relu(%0)
-static int k1_relu(const float* __restrict__ v_0, float* __restrict__ v_1) {
-  #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
-  for (i64 i = 0; i < 301056; ++i) {
-    v_1[i] = ((v_0[i] > 0x0p+0f) ? v_0[i] : 0x0p+0f);
-  }
-  return 0;
-}
-
-// %h1 = maxpool2d(%1) {kernel=[2,2], padding=[0,0], stride=[]}
-static int k2_maxpool2d(const float* __restrict__ v_1, float* __restrict__ v_h1) {
-  #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
-  for (i64 bc = 0; bc < 384; ++bc) {
-    i64 xbase = (bc * 784);
-    i64 ybase = (bc * 196);
-    for (i64 oh = 0; oh < 14; ++oh) {
-      for (i64 ow = 0; ow < 14; ++ow) {
-        i64 h0 = (oh * 2);
-        i64 w0 = (ow * 2);
-        i64 best = (((h0 < 0 ? 0 : h0) * 28) + (w0 < 0 ? 0 : w0));
-        float best_val = (-__builtin_inff());
-        for (i64 ih = (h0 < 0 ? 0 : h0); ih < (28 < (h0 + 2) ? 28 : (h0 + 2)); ++ih) {
-          for (i64 iw = (w0 < 0 ? 0 : w0); iw < (28 < (w0 + 2) ? 28 : (w0 + 2)); ++iw) {
-            float v = v_1[((xbase + (ih * 28)) + iw)];
-            if (((v > best_val) || __builtin_isnan(v))) {
-              best_val = v;
-              best = ((ih * 28) + iw);
-            }
-          }
-        }
-        v_h1[((ybase + (oh * 14)) + ow)] = v_1[(xbase + best)];
+    for (i64 i1 = 0; i1 < 784; ++i1) {
+      float c = v_1[(ybase + i1)];
+      v_1[(ybase + i1)] = ((c > 0x0p+0f) ? c : 0x0p+0f);
+    }
+    for (i64 ph = 0; ph < 14; ++ph) {
+      i64 prow = (ybase + (ph * 56));
+      for (i64 pw = 0; pw < 14; ++pw) {
+        float v = v_1[(prow + (pw * 2))];
+        float v1 = v_1[((prow + (pw * 2)) + 1)];
+        float m = (((v1 > v) || __builtin_isnan(v1)) ? v1 : v);
+        float v2 = v_1[((prow + (pw * 2)) + 28)];
+        float m1 = (((v2 > m) || __builtin_isnan(v2)) ? v2 : m);
+        float v3 = v_1[((prow + (pw * 2)) + 29)];
+        float m2 = (((v3 > m1) || __builtin_isnan(v3)) ? v3 : m1);
+        v_h1[(((bo * 196) + (ph * 14)) + pw)] = m2;
       }
     }
   }
@@ -156,7 +138,7 @@ static int k2_maxpool2d(const float* __restrict__ v_1, float* __restrict__ v_h1)
 
 // %2 = conv2d(%h1, @conv2.weight, @conv2.bias) {dilation=[1,1], groups=1, padding=[0,0], stride=[1,1]}
 //   (im2col of h1)
-static int k3_im2col(const float* __restrict__ v_h1, float* __restrict__ s_col) {
+static int k1_im2col(const float* __restrict__ v_h1, float* __restrict__ s_col) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 bc = 0; bc < 384; ++bc) {
     i64 xbase = (bc * 196);
@@ -177,7 +159,7 @@ static int k3_im2col(const float* __restrict__ v_h1, float* __restrict__ s_col) 
 
 // %2 = conv2d(%h1, @conv2.weight, @conv2.bias) {dilation=[1,1], groups=1, padding=[0,0], stride=[1,1]}
 // C[16,100] = A · B, 64 problems + bias per row
-static void g4_gemm(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias, float* __restrict__ c) {
+static void g2_gemm(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias, float* __restrict__ c) {
 #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 r = 0; r < 1024; ++r) {
     float* row = c + r / 16 * 1600 + r % 16 * 100;
@@ -190,7 +172,7 @@ static void g4_gemm(const float* __restrict__ a, const float* __restrict__ b, co
 }
 
 // %3 = relu(%2)
-static int k5_relu(const float* __restrict__ v_2, float* __restrict__ v_3) {
+static int k3_relu(const float* __restrict__ v_2, float* __restrict__ v_3) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 i = 0; i < 102400; ++i) {
     v_3[i] = ((v_2[i] > 0x0p+0f) ? v_2[i] : 0x0p+0f);
@@ -199,7 +181,7 @@ static int k5_relu(const float* __restrict__ v_2, float* __restrict__ v_3) {
 }
 
 // %h2 = maxpool2d(%3) {kernel=[2,2], padding=[0,0], stride=[]}
-static int k6_maxpool2d(const float* __restrict__ v_3, float* __restrict__ v_h2) {
+static int k4_maxpool2d(const float* __restrict__ v_3, float* __restrict__ v_h2) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 bc = 0; bc < 1024; ++bc) {
     i64 xbase = (bc * 100);
@@ -226,8 +208,8 @@ static int k6_maxpool2d(const float* __restrict__ v_3, float* __restrict__ v_h2)
   return 0;
 }
 
-// epilogue of g7_gemm: elements [begin, end) of C
-static int g7_epilogue(i64 begin, i64 end, float* __restrict__ v_h3) {
+// epilogue of g5_gemm: elements [begin, end) of C
+static int g5_epilogue(i64 begin, i64 end, float* __restrict__ v_h3) {
   for (i64 i = begin; i < end; ++i) {
     float c = v_h3[i];
     v_h3[i] = ((c > 0x0p+0f) ? c : 0x0p+0f);
@@ -236,8 +218,8 @@ static int g7_epilogue(i64 begin, i64 end, float* __restrict__ v_h3) {
 }
 // %5 = linear(%4, @fc1.weight, @fc1.bias)
 // %h3 = relu(%5)
-// C[64,120] = A · Bᵀ + bias per column, then g7_epilogue on each thread's rows
-static void g7_gemm(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias, float* __restrict__ c) {
+// C[64,120] = A · Bᵀ + bias per column, then g5_epilogue on each thread's rows
+static void g5_gemm(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias, float* __restrict__ c) {
   const int t = dnnc_threads;
 #pragma omp parallel for num_threads(t) schedule(static)
   for (int i = 0; i < t; ++i) {
@@ -245,12 +227,12 @@ static void g7_gemm(const float* __restrict__ a, const float* __restrict__ b, co
     for (i64 r = r0; r < r1; ++r)
       for (i64 j = 0; j < 120; ++j) c[r * 120 + j] = bias[j];
     dnnc_sgemm(false, true, r1 - r0, 120, 400, 0x1p+0f, a + r0 * 400, 400, b, 400, 0x1p+0f, c + r0 * 120, 120);
-    g7_epilogue(r0 * 120, r1 * 120, c);
+    g5_epilogue(r0 * 120, r1 * 120, c);
   }
 }
 
-// epilogue of g8_gemm: elements [begin, end) of C
-static int g8_epilogue(i64 begin, i64 end, float* __restrict__ v_h4) {
+// epilogue of g6_gemm: elements [begin, end) of C
+static int g6_epilogue(i64 begin, i64 end, float* __restrict__ v_h4) {
   for (i64 i = begin; i < end; ++i) {
     float c = v_h4[i];
     v_h4[i] = ((c > 0x0p+0f) ? c : 0x0p+0f);
@@ -259,21 +241,21 @@ static int g8_epilogue(i64 begin, i64 end, float* __restrict__ v_h4) {
 }
 // %6 = linear(%h3, @fc2.weight, @fc2.bias)
 // %h4 = relu(%6)
-// C[64,84] = A · Bᵀ + bias per column, then g8_epilogue on each thread's rows
-static void g8_gemm(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias, float* __restrict__ c) {
+// C[64,84] = A · Bᵀ + bias per column, then g6_epilogue on each thread's rows
+static void g6_gemm(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias, float* __restrict__ c) {
   const int t = 1;
   for (int i = 0; i < t; ++i) {
     const i64 r0 = 64 * i / t, r1 = 64 * (i + 1) / t;
     for (i64 r = r0; r < r1; ++r)
       for (i64 j = 0; j < 84; ++j) c[r * 84 + j] = bias[j];
     dnnc_sgemm(false, true, r1 - r0, 84, 120, 0x1p+0f, a + r0 * 120, 120, b, 120, 0x1p+0f, c + r0 * 84, 84);
-    g8_epilogue(r0 * 84, r1 * 84, c);
+    g6_epilogue(r0 * 84, r1 * 84, c);
   }
 }
 
 // %logits = linear(%h4, @fc3.weight, @fc3.bias)
 // C[64,10] = A · Bᵀ + bias per column
-static void g9_gemm(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias, float* __restrict__ c) {
+static void g7_gemm(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias, float* __restrict__ c) {
   for (i64 r = 0; r < 64; ++r) {
     float* row = c + r / 64 * 0 + r % 64 * 10;
     for (i64 j = 0; j < 10; ++j) row[j] = bias[j];
@@ -285,7 +267,7 @@ static void g9_gemm(const float* __restrict__ a, const float* __restrict__ b, co
 // %dloss = fill() {shape=[], value=1.0}
 // %dlogits = cross_entropy_backward(%dloss, %logits, %label)
 // %fc3.bias.grad = reduce_sum(%dlogits) {axes=[0], keepdim=false}
-static int k10_softmax_xent(const float* __restrict__ v_logits, const i64* __restrict__ in_label, float* __restrict__ v_loss, float* __restrict__ v_dloss, float* __restrict__ v_dlogits, float* __restrict__ v_fc3_bias_grad) {
+static int k8_softmax_xent(const float* __restrict__ v_logits, const i64* __restrict__ in_label, float* __restrict__ v_loss, float* __restrict__ v_dloss, float* __restrict__ v_dlogits, float* __restrict__ v_fc3_bias_grad) {
   for (i64 b = 0; b < 64; ++b) {
     if (((in_label[b] < 0) || (in_label[b] >= 10))) return 1;
   }
@@ -318,8 +300,8 @@ static int k10_softmax_xent(const float* __restrict__ v_logits, const i64* __res
   return 0;
 }
 
-// epilogue of g11_gemm: elements [begin, end) of C
-static int g11_epilogue(i64 begin, i64 end, const float* __restrict__ v_h4, float* __restrict__ v_d6) {
+// epilogue of g9_gemm: elements [begin, end) of C
+static int g9_epilogue(i64 begin, i64 end, const float* __restrict__ v_h4, float* __restrict__ v_d6) {
   for (i64 i = begin; i < end; ++i) {
     float c = v_d6[i];
     v_d6[i] = ((v_h4[i] > 0x0p+0f) ? c : 0x0p+0f);
@@ -329,14 +311,14 @@ static int g11_epilogue(i64 begin, i64 end, const float* __restrict__ v_h4, floa
 // %dh4 = matmul(%dlogits, @fc3.weight) {transpose_a=false, transpose_b=false}
 // %d6 = relu_backward(%dh4, %h4)
 // %fc2.bias.grad = reduce_sum(%d6) {axes=[0], keepdim=false}
-// C[64,84] = A · B, then g11_epilogue on each thread's rows, then the column sums of C
-static void g11_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c, const float* __restrict__ e0, float* __restrict__ col_sums) {
+// C[64,84] = A · B, then g9_epilogue on each thread's rows, then the column sums of C
+static void g9_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c, const float* __restrict__ e0, float* __restrict__ col_sums) {
   const int t = 1;
   float* part = t > 1 ? (float*)__builtin_malloc(sizeof(float) * (t - 1) * 84) : 0;
   for (int i = 0; i < t; ++i) {
     const i64 r0 = 64 * i / t, r1 = 64 * (i + 1) / t;
     dnnc_sgemm(false, false, r1 - r0, 84, 10, 0x1p+0f, a + r0 * 10, 10, b, 84, 0x0p+0f, c + r0 * 84, 84);
-    g11_epilogue(r0 * 84, r1 * 84, e0, c);
+    g9_epilogue(r0 * 84, r1 * 84, e0, c);
     float* sum = i == 0 ? col_sums : part + (i - 1) * 84;
     for (i64 j = 0; j < 84; ++j) sum[j] = 0x0p+0f;
     for (i64 r = r0; r < r1; ++r)
@@ -347,8 +329,8 @@ static void g11_gemm(const float* __restrict__ a, const float* __restrict__ b, f
   __builtin_free(part);
 }
 
-// epilogue of g12_gemm: elements [begin, end) of C
-static int g12_epilogue(i64 begin, i64 end, const float* __restrict__ v_h3, float* __restrict__ v_d5) {
+// epilogue of g10_gemm: elements [begin, end) of C
+static int g10_epilogue(i64 begin, i64 end, const float* __restrict__ v_h3, float* __restrict__ v_d5) {
   for (i64 i = begin; i < end; ++i) {
     float c = v_d5[i];
     v_d5[i] = ((v_h3[i] > 0x0p+0f) ? c : 0x0p+0f);
@@ -358,14 +340,14 @@ static int g12_epilogue(i64 begin, i64 end, const float* __restrict__ v_h3, floa
 // %dh3 = matmul(%d6, @fc2.weight) {transpose_a=false, transpose_b=false}
 // %d5 = relu_backward(%dh3, %h3)
 // %fc1.bias.grad = reduce_sum(%d5) {axes=[0], keepdim=false}
-// C[64,120] = A · B, then g12_epilogue on each thread's rows, then the column sums of C
-static void g12_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c, const float* __restrict__ e0, float* __restrict__ col_sums) {
+// C[64,120] = A · B, then g10_epilogue on each thread's rows, then the column sums of C
+static void g10_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c, const float* __restrict__ e0, float* __restrict__ col_sums) {
   const int t = 1;
   float* part = t > 1 ? (float*)__builtin_malloc(sizeof(float) * (t - 1) * 120) : 0;
   for (int i = 0; i < t; ++i) {
     const i64 r0 = 64 * i / t, r1 = 64 * (i + 1) / t;
     dnnc_sgemm(false, false, r1 - r0, 120, 84, 0x1p+0f, a + r0 * 84, 84, b, 120, 0x0p+0f, c + r0 * 120, 120);
-    g12_epilogue(r0 * 120, r1 * 120, e0, c);
+    g10_epilogue(r0 * 120, r1 * 120, e0, c);
     float* sum = i == 0 ? col_sums : part + (i - 1) * 120;
     for (i64 j = 0; j < 120; ++j) sum[j] = 0x0p+0f;
     for (i64 r = r0; r < r1; ++r)
@@ -378,68 +360,69 @@ static void g12_gemm(const float* __restrict__ a, const float* __restrict__ b, f
 
 // %d4 = matmul(%d5, @fc1.weight) {transpose_a=false, transpose_b=false}
 // C[64,400] = A · B
-static void g13_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
+static void g11_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
   dnnc_sgemm_split(false, false, 64, 400, 120, 0x1p+0f, a, 120, b, 400, 0x0p+0f, c, 400);
 }
 
 // %d3 = maxpool2d_backward(%dh2, %3) {kernel=[2,2], padding=[0,0], stride=[]}
-static int k14_maxpool2d_backward(const float* __restrict__ v_dh2, const float* __restrict__ v_3, float* __restrict__ v_d3) {
-  #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
-  for (i64 bc = 0; bc < 1024; ++bc) {
-    i64 xbase = (bc * 100);
-    i64 ybase = (bc * 25);
-    for (i64 i = 0; i < 100; ++i) {
-      v_d3[(xbase + i)] = 0x0p+0f;
-    }
-    for (i64 oh = 0; oh < 5; ++oh) {
-      for (i64 ow = 0; ow < 5; ++ow) {
-        i64 h0 = (oh * 2);
-        i64 w0 = (ow * 2);
-        i64 best = (((h0 < 0 ? 0 : h0) * 10) + (w0 < 0 ? 0 : w0));
-        float best_val = (-__builtin_inff());
-        for (i64 ih = (h0 < 0 ? 0 : h0); ih < (10 < (h0 + 2) ? 10 : (h0 + 2)); ++ih) {
-          for (i64 iw = (w0 < 0 ? 0 : w0); iw < (10 < (w0 + 2) ? 10 : (w0 + 2)); ++iw) {
-            float v = v_3[((xbase + (ih * 10)) + iw)];
-            if (((v > best_val) || __builtin_isnan(v))) {
-              best_val = v;
-              best = ((ih * 10) + iw);
-            }
-          }
-        }
-        v_d3[(xbase + best)] += v_dh2[((ybase + (oh * 5)) + ow)];
-      }
-    }
-  }
-  return 0;
-}
-
 // %d2 = relu_backward(%d3, %3)
-static int k15_relu_backward(const float* __restrict__ v_d3, const float* __restrict__ v_3, float* __restrict__ v_d2) {
-  #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
-  for (i64 i = 0; i < 102400; ++i) {
-    v_d2[i] = ((v_3[i] > 0x0p+0f) ? v_d3[i] : 0x0p+0f);
-  }
-  return 0;
-}
-
 // %conv2.bias.grad = reduce_sum(%d2) {axes=[0,2,3], keepdim=false}
-static int k16_reduce_sum(const float* __restrict__ v_d2, float* __restrict__ v_conv2_bias_grad) {
+static int k12_maxpool2d_backward_bias(const float* __restrict__ v_dh2, const float* __restrict__ v_3, float* __restrict__ v_d2, float* __restrict__ s_bias_part, float* __restrict__ s_pool_argmax, float* __restrict__ v_conv2_bias_grad) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
-  for (i64 o = 0; o < 16; ++o) {
-    float acc = 0x0p+0f;
-    for (i64 r = 0; r < 64; ++r) {
-      for (i64 r1 = 0; r1 < 100; ++r1) {
-        acc = (acc + v_d2[((((o % 16) * 100) + (r * 1600)) + r1)]);
+  for (i64 ch = 0; ch < 16; ++ch) {
+    i64 pbase = (ch * 10);
+    for (i64 j = 0; j < 10; ++j) {
+      s_bias_part[(pbase + j)] = 0x0p+0f;
+    }
+    for (i64 b = 0; b < 64; ++b) {
+      i64 bc = ((b * 16) + ch);
+      i64 xbase = (bc * 100);
+      i64 ybase = (bc * 25);
+      for (i64 oh = 0; oh < 5; ++oh) {
+        i64 row = (xbase + (oh * 20));
+        for (i64 ow = 0; ow < 5; ++ow) {
+          i64 col = (row + (ow * 2));
+          float v = v_3[col];
+          float v1 = v_3[(col + 1)];
+          float bi = (__builtin_isnan(v1) ? 0x1p+0f : ((v1 > v) ? 0x1p+0f : 0x0p+0f));
+          float m = (__builtin_isnan(v1) ? v1 : ((v1 > v) ? v1 : v));
+          float v2 = v_3[(col + 10)];
+          float bi1 = (__builtin_isnan(v2) ? 0x1p+1f : ((v2 > m) ? 0x1p+1f : bi));
+          float m1 = (__builtin_isnan(v2) ? v2 : ((v2 > m) ? v2 : m));
+          float v3 = v_3[(col + 11)];
+          float bi2 = (__builtin_isnan(v3) ? 0x1.8p+1f : ((v3 > m1) ? 0x1.8p+1f : bi1));
+          float m2 = (__builtin_isnan(v3) ? v3 : ((v3 > m1) ? v3 : m1));
+          s_pool_argmax[((ch * 5) + ow)] = bi2;
+        }
+        for (i64 ow1 = 0; ow1 < 5; ++ow1) {
+          i64 col1 = (row + (ow1 * 2));
+          float bi3 = s_pool_argmax[((ch * 5) + ow1)];
+          float grad = v_dh2[((ybase + (oh * 5)) + ow1)];
+          v_d2[col1] = ((v_3[col1] > 0x0p+0f) ? ((bi3 == 0x0p+0f) ? grad : 0x0p+0f) : 0x0p+0f);
+          v_d2[(col1 + 1)] = ((v_3[(col1 + 1)] > 0x0p+0f) ? ((bi3 == 0x1p+0f) ? grad : 0x0p+0f) : 0x0p+0f);
+          v_d2[(col1 + 10)] = ((v_3[(col1 + 10)] > 0x0p+0f) ? ((bi3 == 0x1p+1f) ? grad : 0x0p+0f) : 0x0p+0f);
+          v_d2[(col1 + 11)] = ((v_3[(col1 + 11)] > 0x0p+0f) ? ((bi3 == 0x1.8p+1f) ? grad : 0x0p+0f) : 0x0p+0f);
+        }
+      }
+      for (i64 ih = 0; ih < 10; ++ih) {
+        i64 srow = (xbase + (ih * 10));
+        for (i64 iw = 0; iw < 10; ++iw) {
+          s_bias_part[(pbase + iw)] += v_d2[(srow + iw)];
+        }
       }
     }
-    v_conv2_bias_grad[o] = acc;
+    float acc = 0x0p+0f;
+    for (i64 j1 = 0; j1 < 10; ++j1) {
+      acc = (acc + s_bias_part[(pbase + j1)]);
+    }
+    v_conv2_bias_grad[ch] = acc;
   }
   return 0;
 }
 
 // %dh1 = conv2d_backward_input(%d2, @conv2.weight) {dilation=[1,1], groups=1, input_hw=[14,14], padding=[0,0], stride=[1,1]}
 // C[150,100] = Aᵀ · B, 64 problems
-static void g17_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
+static void g13_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
 #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 bi = 0; bi < 64; ++bi) {
     dnnc_sgemm(true, false, 150, 100, 16, 0x1p+0f, a, 150, b + bi * 1600, 100, 0x0p+0f, c + bi * 15000, 100);
@@ -447,7 +430,7 @@ static void g17_gemm(const float* __restrict__ a, const float* __restrict__ b, f
 }
 
 // %dh1 = conv2d_backward_input(%d2, @conv2.weight) {dilation=[1,1], groups=1, input_hw=[14,14], padding=[0,0], stride=[1,1]}
-static int k18_col2im(const float* __restrict__ s_dcol, float* __restrict__ v_dh1) {
+static int k14_col2im(const float* __restrict__ s_dcol, float* __restrict__ v_dh1) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 bc = 0; bc < 384; ++bc) {
     i64 xbase = (bc * 196);
@@ -471,17 +454,17 @@ static int k18_col2im(const float* __restrict__ s_dcol, float* __restrict__ v_dh
 
 // %conv2.weight.grad = conv2d_backward_weight(%d2, %h1) {dilation=[1,1], groups=1, kernel=[5,5], padding=[0,0], stride=[1,1]}
 //   (im2col of h1)
-static int k19_im2col(const float* __restrict__ v_h1, float* __restrict__ s_col_1) {
+static int k15_im2col(const float* __restrict__ v_h1, float* __restrict__ s_col_1) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 bc = 0; bc < 384; ++bc) {
     i64 xbase = (bc * 196);
-    i64 cbase = (((bc % 6) * 160000) + ((bc / 6) * 100));
+    i64 cbase = (bc * 2500);
     for (i64 ki = 0; ki < 5; ++ki) {
       for (i64 kj = 0; kj < 5; ++kj) {
         for (i64 oh = (0 < (-ki) ? (-ki) : 0); oh < (((-ki) + 14) < 10 ? ((-ki) + 14) : 10); ++oh) {
           i64 ih = (oh + ki);
           for (i64 ow = (0 < (-kj) ? (-kj) : 0); ow < (((-kj) + 14) < 10 ? ((-kj) + 14) : 10); ++ow) {
-            s_col_1[(((cbase + (((ki * 5) + kj) * 6400)) + (oh * 10)) + ow)] = v_h1[((xbase + (ih * 14)) + (ow + kj))];
+            s_col_1[(((cbase + (((ki * 5) + kj) * 100)) + (oh * 10)) + ow)] = v_h1[((xbase + (ih * 14)) + (ow + kj))];
           }
         }
       }
@@ -491,90 +474,94 @@ static int k19_im2col(const float* __restrict__ v_h1, float* __restrict__ s_col_
 }
 
 // %conv2.weight.grad = conv2d_backward_weight(%d2, %h1) {dilation=[1,1], groups=1, kernel=[5,5], padding=[0,0], stride=[1,1]}
-//   (dy as [O, B*P])
-static int k20_dy_t(const float* __restrict__ v_d2, float* __restrict__ s_dy_t) {
-  #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
-  for (i64 ob = 0; ob < 1024; ++ob) {
-    i64 o = (ob / 64);
-    i64 b = (ob % 64);
-    for (i64 i = 0; i < 100; ++i) {
-      s_dy_t[((ob * 100) + i)] = v_d2[((((b * 16) + o) * 100) + i)];
-    }
+// C[16,150] = A · Bᵀ, 64 problems
+static void g16_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
+#pragma omp parallel for num_threads(dnnc_threads) schedule(static)
+  for (i64 bi = 0; bi < 64; ++bi) {
+    dnnc_sgemm(false, true, 16, 150, 100, 0x1p+0f, a + bi * 1600, 100, b + bi * 15000, 100, 0x0p+0f, c + bi * 2400, 150);
   }
-  return 0;
 }
 
 // %conv2.weight.grad = conv2d_backward_weight(%d2, %h1) {dilation=[1,1], groups=1, kernel=[5,5], padding=[0,0], stride=[1,1]}
-// C[16,150] = A · Bᵀ
-static void g21_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
-  dnnc_sgemm_split_k(false, true, 16, 150, 6400, 0x1p+0f, a, 6400, b, 6400, c, 150);
+//   (sum of the images' products)
+static int k17_dw_sum(const float* __restrict__ s_dw_parts, float* __restrict__ v_conv2_weight_grad) {
+  for (i64 i = 0; i < 2400; ++i) {
+    v_conv2_weight_grad[i] = s_dw_parts[i];
+  }
+  for (i64 b = 1; b < 64; ++b) {
+    for (i64 i1 = 0; i1 < 2400; ++i1) {
+      v_conv2_weight_grad[i1] += s_dw_parts[((b * 2400) + i1)];
+    }
+  }
+  return 0;
 }
 
 // %d1 = maxpool2d_backward(%dh1, %1) {kernel=[2,2], padding=[0,0], stride=[]}
-static int k22_maxpool2d_backward(const float* __restrict__ v_dh1, const float* __restrict__ v_1, float* __restrict__ v_d1) {
-  #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
-  for (i64 bc = 0; bc < 384; ++bc) {
-    i64 xbase = (bc * 784);
-    i64 ybase = (bc * 196);
-    for (i64 i = 0; i < 784; ++i) {
-      v_d1[(xbase + i)] = 0x0p+0f;
-    }
-    for (i64 oh = 0; oh < 14; ++oh) {
-      for (i64 ow = 0; ow < 14; ++ow) {
-        i64 h0 = (oh * 2);
-        i64 w0 = (ow * 2);
-        i64 best = (((h0 < 0 ? 0 : h0) * 28) + (w0 < 0 ? 0 : w0));
-        float best_val = (-__builtin_inff());
-        for (i64 ih = (h0 < 0 ? 0 : h0); ih < (28 < (h0 + 2) ? 28 : (h0 + 2)); ++ih) {
-          for (i64 iw = (w0 < 0 ? 0 : w0); iw < (28 < (w0 + 2) ? 28 : (w0 + 2)); ++iw) {
-            float v = v_1[((xbase + (ih * 28)) + iw)];
-            if (((v > best_val) || __builtin_isnan(v))) {
-              best_val = v;
-              best = ((ih * 28) + iw);
-            }
-          }
-        }
-        v_d1[(xbase + best)] += v_dh1[((ybase + (oh * 14)) + ow)];
-      }
-    }
-  }
-  return 0;
-}
-
 // %d0 = relu_backward(%d1, %1)
-static int k23_relu_backward(const float* __restrict__ v_d1, const float* __restrict__ v_1, float* __restrict__ v_d0) {
-  #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
-  for (i64 i = 0; i < 301056; ++i) {
-    v_d0[i] = ((v_1[i] > 0x0p+0f) ? v_d1[i] : 0x0p+0f);
-  }
-  return 0;
-}
-
 // %conv1.bias.grad = reduce_sum(%d0) {axes=[0,2,3], keepdim=false}
-static int k24_reduce_sum(const float* __restrict__ v_d0, float* __restrict__ v_conv1_bias_grad) {
+static int k18_maxpool2d_backward_bias(const float* __restrict__ v_dh1, const float* __restrict__ v_1, float* __restrict__ v_d0, float* __restrict__ s_bias_part_1, float* __restrict__ s_pool_argmax_1, float* __restrict__ v_conv1_bias_grad) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
-  for (i64 o = 0; o < 6; ++o) {
-    float acc = 0x0p+0f;
-    for (i64 r = 0; r < 64; ++r) {
-      for (i64 r1 = 0; r1 < 784; ++r1) {
-        acc = (acc + v_d0[((((o % 6) * 784) + (r * 4704)) + r1)]);
+  for (i64 ch = 0; ch < 6; ++ch) {
+    i64 pbase = (ch * 28);
+    for (i64 j = 0; j < 28; ++j) {
+      s_bias_part_1[(pbase + j)] = 0x0p+0f;
+    }
+    for (i64 b = 0; b < 64; ++b) {
+      i64 bc = ((b * 6) + ch);
+      i64 xbase = (bc * 784);
+      i64 ybase = (bc * 196);
+      for (i64 oh = 0; oh < 14; ++oh) {
+        i64 row = (xbase + (oh * 56));
+        for (i64 ow = 0; ow < 14; ++ow) {
+          i64 col = (row + (ow * 2));
+          float v = v_1[col];
+          float v1 = v_1[(col + 1)];
+          float bi = (__builtin_isnan(v1) ? 0x1p+0f : ((v1 > v) ? 0x1p+0f : 0x0p+0f));
+          float m = (__builtin_isnan(v1) ? v1 : ((v1 > v) ? v1 : v));
+          float v2 = v_1[(col + 28)];
+          float bi1 = (__builtin_isnan(v2) ? 0x1p+1f : ((v2 > m) ? 0x1p+1f : bi));
+          float m1 = (__builtin_isnan(v2) ? v2 : ((v2 > m) ? v2 : m));
+          float v3 = v_1[(col + 29)];
+          float bi2 = (__builtin_isnan(v3) ? 0x1.8p+1f : ((v3 > m1) ? 0x1.8p+1f : bi1));
+          float m2 = (__builtin_isnan(v3) ? v3 : ((v3 > m1) ? v3 : m1));
+          s_pool_argmax_1[((ch * 14) + ow)] = bi2;
+        }
+        for (i64 ow1 = 0; ow1 < 14; ++ow1) {
+          i64 col1 = (row + (ow1 * 2));
+          float bi3 = s_pool_argmax_1[((ch * 14) + ow1)];
+          float grad = v_dh1[((ybase + (oh * 14)) + ow1)];
+          v_d0[col1] = ((v_1[col1] > 0x0p+0f) ? ((bi3 == 0x0p+0f) ? grad : 0x0p+0f) : 0x0p+0f);
+          v_d0[(col1 + 1)] = ((v_1[(col1 + 1)] > 0x0p+0f) ? ((bi3 == 0x1p+0f) ? grad : 0x0p+0f) : 0x0p+0f);
+          v_d0[(col1 + 28)] = ((v_1[(col1 + 28)] > 0x0p+0f) ? ((bi3 == 0x1p+1f) ? grad : 0x0p+0f) : 0x0p+0f);
+          v_d0[(col1 + 29)] = ((v_1[(col1 + 29)] > 0x0p+0f) ? ((bi3 == 0x1.8p+1f) ? grad : 0x0p+0f) : 0x0p+0f);
+        }
+      }
+      for (i64 ih = 0; ih < 28; ++ih) {
+        i64 srow = (xbase + (ih * 28));
+        for (i64 iw = 0; iw < 28; ++iw) {
+          s_bias_part_1[(pbase + iw)] += v_d0[(srow + iw)];
+        }
       }
     }
-    v_conv1_bias_grad[o] = acc;
+    float acc = 0x0p+0f;
+    for (i64 j1 = 0; j1 < 28; ++j1) {
+      acc = (acc + s_bias_part_1[(pbase + j1)]);
+    }
+    v_conv1_bias_grad[ch] = acc;
   }
   return 0;
 }
 
 // %conv1.weight.grad = conv2d_backward_weight(%d0, %image) {dilation=[1,1], groups=1, kernel=[5,5], padding=[2,2], stride=[1,1]}
 //   (im2col of image)
-static int k25_im2col(const float* __restrict__ in_image, float* __restrict__ s_col_2) {
+static int k19_im2col(const float* __restrict__ in_image, float* __restrict__ s_col_2) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 bc = 0; bc < 64; ++bc) {
     i64 xbase = (bc * 784);
-    i64 cbase = (bc * 784);
+    i64 cbase = (bc * 19600);
     for (i64 row = 0; row < 25; ++row) {
       for (i64 i = 0; i < 784; ++i) {
-        s_col_2[((cbase + (row * 50176)) + i)] = 0x0p+0f;
+        s_col_2[((cbase + (row * 784)) + i)] = 0x0p+0f;
       }
     }
     for (i64 ki = 0; ki < 5; ++ki) {
@@ -582,7 +569,7 @@ static int k25_im2col(const float* __restrict__ in_image, float* __restrict__ s_
         for (i64 oh = (0 < (2 - ki) ? (2 - ki) : 0); oh < (((2 - ki) + 28) < 28 ? ((2 - ki) + 28) : 28); ++oh) {
           i64 ih = ((oh - 2) + ki);
           for (i64 ow = (0 < (2 - kj) ? (2 - kj) : 0); ow < (((2 - kj) + 28) < 28 ? ((2 - kj) + 28) : 28); ++ow) {
-            s_col_2[(((cbase + (((ki * 5) + kj) * 50176)) + (oh * 28)) + ow)] = in_image[((xbase + (ih * 28)) + ((ow - 2) + kj))];
+            s_col_2[(((cbase + (((ki * 5) + kj) * 784)) + (oh * 28)) + ow)] = in_image[((xbase + (ih * 28)) + ((ow - 2) + kj))];
           }
         }
       }
@@ -592,34 +579,37 @@ static int k25_im2col(const float* __restrict__ in_image, float* __restrict__ s_
 }
 
 // %conv1.weight.grad = conv2d_backward_weight(%d0, %image) {dilation=[1,1], groups=1, kernel=[5,5], padding=[2,2], stride=[1,1]}
-//   (dy as [O, B*P])
-static int k26_dy_t(const float* __restrict__ v_d0, float* __restrict__ s_dy_t_1) {
-  #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
-  for (i64 ob = 0; ob < 384; ++ob) {
-    i64 o = (ob / 64);
-    i64 b = (ob % 64);
-    for (i64 i = 0; i < 784; ++i) {
-      s_dy_t_1[((ob * 784) + i)] = v_d0[((((b * 6) + o) * 784) + i)];
+// C[6,25] = A · Bᵀ, 64 problems
+static void g20_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
+#pragma omp parallel for num_threads(dnnc_threads) schedule(static)
+  for (i64 bi = 0; bi < 64; ++bi) {
+    dnnc_sgemm(false, true, 6, 25, 784, 0x1p+0f, a + bi * 4704, 784, b + bi * 19600, 784, 0x0p+0f, c + bi * 150, 25);
+  }
+}
+
+// %conv1.weight.grad = conv2d_backward_weight(%d0, %image) {dilation=[1,1], groups=1, kernel=[5,5], padding=[2,2], stride=[1,1]}
+//   (sum of the images' products)
+static int k21_dw_sum(const float* __restrict__ s_dw_parts_1, float* __restrict__ v_conv1_weight_grad) {
+  for (i64 i = 0; i < 150; ++i) {
+    v_conv1_weight_grad[i] = s_dw_parts_1[i];
+  }
+  for (i64 b = 1; b < 64; ++b) {
+    for (i64 i1 = 0; i1 < 150; ++i1) {
+      v_conv1_weight_grad[i1] += s_dw_parts_1[((b * 150) + i1)];
     }
   }
   return 0;
 }
 
-// %conv1.weight.grad = conv2d_backward_weight(%d0, %image) {dilation=[1,1], groups=1, kernel=[5,5], padding=[2,2], stride=[1,1]}
-// C[6,25] = A · Bᵀ
-static void g27_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c) {
-  dnnc_sgemm_split_k(false, true, 6, 25, 50176, 0x1p+0f, a, 50176, b, 50176, c, 25);
-}
-
 // %step = add_scalar(@dnnc.step) {value=1.0}
-static int k28_add_scalar(float* __restrict__ p_dnnc_step) {
+static int k22_add_scalar(float* __restrict__ p_dnnc_step) {
   float s_0 = p_dnnc_step[0];
   p_dnnc_step[0] = (s_0 + 0x1p+0f);
   return 0;
 }
 
 // %conv1.weight.new, %7 = sgd_update(@conv1.weight, %conv1.weight.grad, @conv1.weight.momentum_buffer, %step) {dampening=0.0, lr=0.01, momentum=0.9, nesterov=false, weight_decay=0.0}
-static int k29_sgd_update(float* __restrict__ p_conv1_weight, const float* __restrict__ v_conv1_weight_grad, float* __restrict__ p_conv1_weight_momentum_buffer, const float* __restrict__ v_step) {
+static int k23_sgd_update(float* __restrict__ p_conv1_weight, const float* __restrict__ v_conv1_weight_grad, float* __restrict__ p_conv1_weight_momentum_buffer, const float* __restrict__ v_step) {
   float s_0 = v_step[0];
   if ((!(s_0 >= 0x1p+0f))) return 1;
   bool first = (s_0 == 0x1p+0f);
@@ -634,7 +624,7 @@ static int k29_sgd_update(float* __restrict__ p_conv1_weight, const float* __res
 }
 
 // %conv1.bias.new, %8 = sgd_update(@conv1.bias, %conv1.bias.grad, @conv1.bias.momentum_buffer, %step) {dampening=0.0, lr=0.01, momentum=0.9, nesterov=false, weight_decay=0.0}
-static int k30_sgd_update(float* __restrict__ p_conv1_bias, const float* __restrict__ v_conv1_bias_grad, float* __restrict__ p_conv1_bias_momentum_buffer, const float* __restrict__ v_step) {
+static int k24_sgd_update(float* __restrict__ p_conv1_bias, const float* __restrict__ v_conv1_bias_grad, float* __restrict__ p_conv1_bias_momentum_buffer, const float* __restrict__ v_step) {
   float s_0 = v_step[0];
   if ((!(s_0 >= 0x1p+0f))) return 1;
   bool first = (s_0 == 0x1p+0f);
@@ -649,7 +639,7 @@ static int k30_sgd_update(float* __restrict__ p_conv1_bias, const float* __restr
 }
 
 // %conv2.weight.new, %9 = sgd_update(@conv2.weight, %conv2.weight.grad, @conv2.weight.momentum_buffer, %step) {dampening=0.0, lr=0.01, momentum=0.9, nesterov=false, weight_decay=0.0}
-static int k31_sgd_update(float* __restrict__ p_conv2_weight, const float* __restrict__ v_conv2_weight_grad, float* __restrict__ p_conv2_weight_momentum_buffer, const float* __restrict__ v_step) {
+static int k25_sgd_update(float* __restrict__ p_conv2_weight, const float* __restrict__ v_conv2_weight_grad, float* __restrict__ p_conv2_weight_momentum_buffer, const float* __restrict__ v_step) {
   float s_0 = v_step[0];
   if ((!(s_0 >= 0x1p+0f))) return 1;
   bool first = (s_0 == 0x1p+0f);
@@ -664,7 +654,7 @@ static int k31_sgd_update(float* __restrict__ p_conv2_weight, const float* __res
 }
 
 // %conv2.bias.new, %10 = sgd_update(@conv2.bias, %conv2.bias.grad, @conv2.bias.momentum_buffer, %step) {dampening=0.0, lr=0.01, momentum=0.9, nesterov=false, weight_decay=0.0}
-static int k32_sgd_update(float* __restrict__ p_conv2_bias, const float* __restrict__ v_conv2_bias_grad, float* __restrict__ p_conv2_bias_momentum_buffer, const float* __restrict__ v_step) {
+static int k26_sgd_update(float* __restrict__ p_conv2_bias, const float* __restrict__ v_conv2_bias_grad, float* __restrict__ p_conv2_bias_momentum_buffer, const float* __restrict__ v_step) {
   float s_0 = v_step[0];
   if ((!(s_0 >= 0x1p+0f))) return 1;
   bool first = (s_0 == 0x1p+0f);
@@ -679,13 +669,13 @@ static int k32_sgd_update(float* __restrict__ p_conv2_bias, const float* __restr
 }
 
 // %fc1.weight.new, %11 = sgd_update(@fc1.weight, %fc1.weight.grad, @fc1.weight.momentum_buffer, %step) {dampening=0.0, lr=0.01, momentum=0.9, nesterov=false, weight_decay=0.0}
-static int k33_sgd_step_check(const float* __restrict__ v_step) {
+static int k27_sgd_step_check(const float* __restrict__ v_step) {
   if ((!(v_step[0] >= 0x1p+0f))) return 1;
   return 0;
 }
 
-// epilogue of g34_gemm: elements [begin, end) of C
-static int g34_epilogue(i64 begin, i64 end, const float* __restrict__ v_11, float* __restrict__ v_fc1_weight_new) {
+// epilogue of g28_gemm: elements [begin, end) of C
+static int g28_epilogue(i64 begin, i64 end, const float* __restrict__ v_11, float* __restrict__ v_fc1_weight_new) {
   for (i64 i = begin; i < end; ++i) {
     v_fc1_weight_new[i] = (v_fc1_weight_new[i] + ((-0x1.47ae14p-7f) * v_11[i]));
   }
@@ -693,8 +683,8 @@ static int g34_epilogue(i64 begin, i64 end, const float* __restrict__ v_11, floa
 }
 // %fc1.weight.grad = matmul(%d5, %4) {transpose_a=true, transpose_b=false}
 // %fc1.weight.new, %11 = sgd_update(@fc1.weight, %fc1.weight.grad, @fc1.weight.momentum_buffer, %step) {dampening=0.0, lr=0.01, momentum=0.9, nesterov=false, weight_decay=0.0}
-// C[120,400] = α Aᵀ · B + β C (α, β = 1, 0 on the first step, else 1, 0.9), then g34_epilogue on each thread's rows
-static void g34_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c, float* __restrict__ e1, const float* __restrict__ step) {
+// C[120,400] = α Aᵀ · B + β C (α, β = 1, 0 on the first step, else 1, 0.9), then g28_epilogue on each thread's rows
+static void g28_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c, float* __restrict__ e1, const float* __restrict__ step) {
   const bool first = step[0] == 0x1p+0f;
   const float alpha = first ? 0x1p+0f : 0x1p+0f, beta = first ? 0x0p+0f : 0x1.ccccccp-1f;
   const int t = dnnc_threads;
@@ -702,12 +692,12 @@ static void g34_gemm(const float* __restrict__ a, const float* __restrict__ b, f
   for (int i = 0; i < t; ++i) {
     const i64 r0 = 120 * i / t, r1 = 120 * (i + 1) / t;
     dnnc_sgemm(true, false, r1 - r0, 400, 64, alpha, a + r0, 120, b, 400, beta, c + r0 * 400, 400);
-    g34_epilogue(r0 * 400, r1 * 400, c, e1);
+    g28_epilogue(r0 * 400, r1 * 400, c, e1);
   }
 }
 
 // %fc1.bias.new, %12 = sgd_update(@fc1.bias, %fc1.bias.grad, @fc1.bias.momentum_buffer, %step) {dampening=0.0, lr=0.01, momentum=0.9, nesterov=false, weight_decay=0.0}
-static int k35_sgd_update(float* __restrict__ p_fc1_bias, const float* __restrict__ v_fc1_bias_grad, float* __restrict__ p_fc1_bias_momentum_buffer, const float* __restrict__ v_step) {
+static int k29_sgd_update(float* __restrict__ p_fc1_bias, const float* __restrict__ v_fc1_bias_grad, float* __restrict__ p_fc1_bias_momentum_buffer, const float* __restrict__ v_step) {
   float s_0 = v_step[0];
   if ((!(s_0 >= 0x1p+0f))) return 1;
   bool first = (s_0 == 0x1p+0f);
@@ -721,8 +711,8 @@ static int k35_sgd_update(float* __restrict__ p_fc1_bias, const float* __restric
   return 0;
 }
 
-// epilogue of g36_gemm: elements [begin, end) of C
-static int g36_epilogue(i64 begin, i64 end, const float* __restrict__ v_13, float* __restrict__ v_fc2_weight_new) {
+// epilogue of g30_gemm: elements [begin, end) of C
+static int g30_epilogue(i64 begin, i64 end, const float* __restrict__ v_13, float* __restrict__ v_fc2_weight_new) {
   for (i64 i = begin; i < end; ++i) {
     v_fc2_weight_new[i] = (v_fc2_weight_new[i] + ((-0x1.47ae14p-7f) * v_13[i]));
   }
@@ -730,20 +720,20 @@ static int g36_epilogue(i64 begin, i64 end, const float* __restrict__ v_13, floa
 }
 // %fc2.weight.grad = matmul(%d6, %h3) {transpose_a=true, transpose_b=false}
 // %fc2.weight.new, %13 = sgd_update(@fc2.weight, %fc2.weight.grad, @fc2.weight.momentum_buffer, %step) {dampening=0.0, lr=0.01, momentum=0.9, nesterov=false, weight_decay=0.0}
-// C[84,120] = α Aᵀ · B + β C (α, β = 1, 0 on the first step, else 1, 0.9), then g36_epilogue on each thread's rows
-static void g36_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c, float* __restrict__ e1, const float* __restrict__ step) {
+// C[84,120] = α Aᵀ · B + β C (α, β = 1, 0 on the first step, else 1, 0.9), then g30_epilogue on each thread's rows
+static void g30_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c, float* __restrict__ e1, const float* __restrict__ step) {
   const bool first = step[0] == 0x1p+0f;
   const float alpha = first ? 0x1p+0f : 0x1p+0f, beta = first ? 0x0p+0f : 0x1.ccccccp-1f;
   const int t = 1;
   for (int i = 0; i < t; ++i) {
     const i64 r0 = 84 * i / t, r1 = 84 * (i + 1) / t;
     dnnc_sgemm(true, false, r1 - r0, 120, 64, alpha, a + r0, 84, b, 120, beta, c + r0 * 120, 120);
-    g36_epilogue(r0 * 120, r1 * 120, c, e1);
+    g30_epilogue(r0 * 120, r1 * 120, c, e1);
   }
 }
 
 // %fc2.bias.new, %14 = sgd_update(@fc2.bias, %fc2.bias.grad, @fc2.bias.momentum_buffer, %step) {dampening=0.0, lr=0.01, momentum=0.9, nesterov=false, weight_decay=0.0}
-static int k37_sgd_update(float* __restrict__ p_fc2_bias, const float* __restrict__ v_fc2_bias_grad, float* __restrict__ p_fc2_bias_momentum_buffer, const float* __restrict__ v_step) {
+static int k31_sgd_update(float* __restrict__ p_fc2_bias, const float* __restrict__ v_fc2_bias_grad, float* __restrict__ p_fc2_bias_momentum_buffer, const float* __restrict__ v_step) {
   float s_0 = v_step[0];
   if ((!(s_0 >= 0x1p+0f))) return 1;
   bool first = (s_0 == 0x1p+0f);
@@ -757,8 +747,8 @@ static int k37_sgd_update(float* __restrict__ p_fc2_bias, const float* __restric
   return 0;
 }
 
-// epilogue of g38_gemm: elements [begin, end) of C
-static int g38_epilogue(i64 begin, i64 end, const float* __restrict__ v_15, float* __restrict__ v_fc3_weight_new) {
+// epilogue of g32_gemm: elements [begin, end) of C
+static int g32_epilogue(i64 begin, i64 end, const float* __restrict__ v_15, float* __restrict__ v_fc3_weight_new) {
   for (i64 i = begin; i < end; ++i) {
     v_fc3_weight_new[i] = (v_fc3_weight_new[i] + ((-0x1.47ae14p-7f) * v_15[i]));
   }
@@ -766,20 +756,20 @@ static int g38_epilogue(i64 begin, i64 end, const float* __restrict__ v_15, floa
 }
 // %fc3.weight.grad = matmul(%dlogits, %h4) {transpose_a=true, transpose_b=false}
 // %fc3.weight.new, %15 = sgd_update(@fc3.weight, %fc3.weight.grad, @fc3.weight.momentum_buffer, %step) {dampening=0.0, lr=0.01, momentum=0.9, nesterov=false, weight_decay=0.0}
-// C[10,84] = α Aᵀ · B + β C (α, β = 1, 0 on the first step, else 1, 0.9), then g38_epilogue on each thread's rows
-static void g38_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c, float* __restrict__ e1, const float* __restrict__ step) {
+// C[10,84] = α Aᵀ · B + β C (α, β = 1, 0 on the first step, else 1, 0.9), then g32_epilogue on each thread's rows
+static void g32_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c, float* __restrict__ e1, const float* __restrict__ step) {
   const bool first = step[0] == 0x1p+0f;
   const float alpha = first ? 0x1p+0f : 0x1p+0f, beta = first ? 0x0p+0f : 0x1.ccccccp-1f;
   const int t = 1;
   for (int i = 0; i < t; ++i) {
     const i64 r0 = 10 * i / t, r1 = 10 * (i + 1) / t;
     dnnc_sgemm(true, false, r1 - r0, 84, 64, alpha, a + r0, 10, b, 84, beta, c + r0 * 84, 84);
-    g38_epilogue(r0 * 84, r1 * 84, c, e1);
+    g32_epilogue(r0 * 84, r1 * 84, c, e1);
   }
 }
 
 // %fc3.bias.new, %16 = sgd_update(@fc3.bias, %fc3.bias.grad, @fc3.bias.momentum_buffer, %step) {dampening=0.0, lr=0.01, momentum=0.9, nesterov=false, weight_decay=0.0}
-static int k39_sgd_update(float* __restrict__ p_fc3_bias, const float* __restrict__ v_fc3_bias_grad, float* __restrict__ p_fc3_bias_momentum_buffer, const float* __restrict__ v_step) {
+static int k33_sgd_update(float* __restrict__ p_fc3_bias, const float* __restrict__ v_fc3_bias_grad, float* __restrict__ p_fc3_bias_momentum_buffer, const float* __restrict__ v_step) {
   float s_0 = v_step[0];
   if ((!(s_0 >= 0x1p+0f))) return 1;
   bool first = (s_0 == 0x1p+0f);
@@ -817,41 +807,42 @@ extern "C" int dnnc_run(void** buffers) {
   float* p_fc2_bias_momentum_buffer = (float*)buffers[20];  // param f32[84] fc2.bias.momentum_buffer
   float* p_fc3_weight_momentum_buffer = (float*)buffers[21];  // param f32[10,84] fc3.weight.momentum_buffer
   float* p_fc3_bias_momentum_buffer = (float*)buffers[22];  // param f32[10] fc3.bias.momentum_buffer
-  float* v_0 = (float*)buffers[23];  // intermediate f32[64,6,28,28] 0
-  float* v_1 = (float*)buffers[24];  // intermediate f32[64,6,28,28] 1
-  float* v_h1 = (float*)buffers[25];  // intermediate f32[64,6,14,14] h1
-  float* s_col = (float*)buffers[26];  // scratch f32[960000]
-  float* v_2 = (float*)buffers[27];  // intermediate f32[64,16,10,10] 2
-  float* v_3 = (float*)buffers[28];  // intermediate f32[64,16,10,10] 3
-  float* v_h2 = (float*)buffers[29];  // intermediate f32[64,16,5,5] h2
+  float* v_1 = (float*)buffers[23];  // intermediate f32[64,6,28,28] 1
+  float* v_h1 = (float*)buffers[24];  // intermediate f32[64,6,14,14] h1
+  float* s_col = (float*)buffers[25];  // scratch f32[960000]
+  float* v_2 = (float*)buffers[26];  // intermediate f32[64,16,10,10] 2
+  float* v_3 = (float*)buffers[27];  // intermediate f32[64,16,10,10] 3
+  float* v_h2 = (float*)buffers[28];  // intermediate f32[64,16,5,5] h2
   float* v_4 = v_h2;  // alias f32[64,400] 4
-  float* v_h3 = (float*)buffers[31];  // intermediate f32[64,120] h3
-  float* v_h4 = (float*)buffers[32];  // intermediate f32[64,84] h4
-  float* v_logits = (float*)buffers[33];  // intermediate f32[64,10] logits
-  float* v_loss = (float*)buffers[34];  // intermediate f32[] loss
-  float* v_dloss = (float*)buffers[35];  // intermediate f32[] dloss
-  float* v_dlogits = (float*)buffers[36];  // intermediate f32[64,10] dlogits
-  float* v_fc3_bias_grad = (float*)buffers[37];  // intermediate f32[10] fc3.bias.grad
-  float* v_d6 = (float*)buffers[38];  // intermediate f32[64,84] d6
-  float* v_fc2_bias_grad = (float*)buffers[39];  // intermediate f32[84] fc2.bias.grad
-  float* v_d5 = (float*)buffers[40];  // intermediate f32[64,120] d5
-  float* v_fc1_bias_grad = (float*)buffers[41];  // intermediate f32[120] fc1.bias.grad
-  float* v_d4 = (float*)buffers[42];  // intermediate f32[64,400] d4
+  float* v_h3 = (float*)buffers[30];  // intermediate f32[64,120] h3
+  float* v_h4 = (float*)buffers[31];  // intermediate f32[64,84] h4
+  float* v_logits = (float*)buffers[32];  // intermediate f32[64,10] logits
+  float* v_loss = (float*)buffers[33];  // intermediate f32[] loss
+  float* v_dloss = (float*)buffers[34];  // intermediate f32[] dloss
+  float* v_dlogits = (float*)buffers[35];  // intermediate f32[64,10] dlogits
+  float* v_fc3_bias_grad = (float*)buffers[36];  // intermediate f32[10] fc3.bias.grad
+  float* v_d6 = (float*)buffers[37];  // intermediate f32[64,84] d6
+  float* v_fc2_bias_grad = (float*)buffers[38];  // intermediate f32[84] fc2.bias.grad
+  float* v_d5 = (float*)buffers[39];  // intermediate f32[64,120] d5
+  float* v_fc1_bias_grad = (float*)buffers[40];  // intermediate f32[120] fc1.bias.grad
+  float* v_d4 = (float*)buffers[41];  // intermediate f32[64,400] d4
   float* v_dh2 = v_d4;  // alias f32[64,16,5,5] dh2
-  float* v_d3 = (float*)buffers[44];  // intermediate f32[64,16,10,10] d3
+  float* s_bias_part = (float*)buffers[43];  // scratch f32[160]
+  float* s_pool_argmax = (float*)buffers[44];  // scratch f32[80]
   float* v_d2 = (float*)buffers[45];  // intermediate f32[64,16,10,10] d2
   float* v_conv2_bias_grad = (float*)buffers[46];  // intermediate f32[16] conv2.bias.grad
   float* s_dcol = (float*)buffers[47];  // scratch f32[960000]
   float* v_dh1 = (float*)buffers[48];  // intermediate f32[64,6,14,14] dh1
   float* s_col_1 = (float*)buffers[49];  // scratch f32[960000]
-  float* s_dy_t = (float*)buffers[50];  // scratch f32[102400]
-  float* v_conv2_weight_grad = (float*)buffers[51];  // intermediate f32[16,6,5,5] conv2.weight.grad
-  float* v_d1 = (float*)buffers[52];  // intermediate f32[64,6,28,28] d1
-  float* v_d0 = (float*)buffers[53];  // intermediate f32[64,6,28,28] d0
-  float* v_conv1_bias_grad = (float*)buffers[54];  // intermediate f32[6] conv1.bias.grad
-  float* s_col_2 = (float*)buffers[55];  // scratch f32[1254400]
-  float* s_dy_t_1 = (float*)buffers[56];  // scratch f32[301056]
+  float* v_conv2_weight_grad = (float*)buffers[50];  // intermediate f32[16,6,5,5] conv2.weight.grad
+  float* s_dw_parts = (float*)buffers[51];  // scratch f32[153600]
+  float* s_bias_part_1 = (float*)buffers[52];  // scratch f32[168]
+  float* s_pool_argmax_1 = (float*)buffers[53];  // scratch f32[84]
+  float* v_d0 = (float*)buffers[54];  // intermediate f32[64,6,28,28] d0
+  float* v_conv1_bias_grad = (float*)buffers[55];  // intermediate f32[6] conv1.bias.grad
+  float* s_col_2 = (float*)buffers[56];  // scratch f32[1254400]
   float* v_conv1_weight_grad = (float*)buffers[57];  // intermediate f32[6,1,5,5] conv1.weight.grad
+  float* s_dw_parts_1 = (float*)buffers[58];  // scratch f32[9600]
   float* v_step = p_dnnc_step;  // alias f32[] step
   float* v_conv1_weight_new = p_conv1_weight;  // alias f32[6,1,5,5] conv1.weight.new
   float* v_7 = p_conv1_weight_momentum_buffer;  // alias f32[6,1,5,5] 7
@@ -874,85 +865,73 @@ extern "C" int dnnc_run(void** buffers) {
   float* v_fc3_bias_new = p_fc3_bias;  // alias f32[10] fc3.bias.new
   float* v_16 = p_fc3_bias_momentum_buffer;  // alias f32[10] 16
   DNNC_TICK(-1);
-  k0_conv2d(in_image, p_conv1_weight, p_conv1_bias, v_0);
+  k0_conv2d_pool(in_image, p_conv1_weight, p_conv1_bias, v_1, v_h1);
   DNNC_TICK(0);
-  k1_relu(v_0, v_1);
+  k1_im2col(v_h1, s_col);
   DNNC_TICK(1);
-  k2_maxpool2d(v_1, v_h1);
+  g2_gemm(p_conv2_weight, s_col, p_conv2_bias, v_2);
   DNNC_TICK(2);
-  k3_im2col(v_h1, s_col);
+  k3_relu(v_2, v_3);
   DNNC_TICK(3);
-  g4_gemm(p_conv2_weight, s_col, p_conv2_bias, v_2);
+  k4_maxpool2d(v_3, v_h2);
   DNNC_TICK(4);
-  k5_relu(v_2, v_3);
+  g5_gemm(v_4, p_fc1_weight, p_fc1_bias, v_h3);
   DNNC_TICK(5);
-  k6_maxpool2d(v_3, v_h2);
+  g6_gemm(v_h3, p_fc2_weight, p_fc2_bias, v_h4);
   DNNC_TICK(6);
-  g7_gemm(v_4, p_fc1_weight, p_fc1_bias, v_h3);
+  g7_gemm(v_h4, p_fc3_weight, p_fc3_bias, v_logits);
   DNNC_TICK(7);
-  g8_gemm(v_h3, p_fc2_weight, p_fc2_bias, v_h4);
+  if (int e = k8_softmax_xent(v_logits, in_label, v_loss, v_dloss, v_dlogits, v_fc3_bias_grad)) return 0 + e;
   DNNC_TICK(8);
-  g9_gemm(v_h4, p_fc3_weight, p_fc3_bias, v_logits);
+  g9_gemm(v_dlogits, p_fc3_weight, v_d6, v_h4, v_fc2_bias_grad);
   DNNC_TICK(9);
-  if (int e = k10_softmax_xent(v_logits, in_label, v_loss, v_dloss, v_dlogits, v_fc3_bias_grad)) return 0 + e;
+  g10_gemm(v_d6, p_fc2_weight, v_d5, v_h3, v_fc1_bias_grad);
   DNNC_TICK(10);
-  g11_gemm(v_dlogits, p_fc3_weight, v_d6, v_h4, v_fc2_bias_grad);
+  g11_gemm(v_d5, p_fc1_weight, v_d4);
   DNNC_TICK(11);
-  g12_gemm(v_d6, p_fc2_weight, v_d5, v_h3, v_fc1_bias_grad);
+  k12_maxpool2d_backward_bias(v_dh2, v_3, v_d2, s_bias_part, s_pool_argmax, v_conv2_bias_grad);
   DNNC_TICK(12);
-  g13_gemm(v_d5, p_fc1_weight, v_d4);
+  g13_gemm(p_conv2_weight, v_d2, s_dcol);
   DNNC_TICK(13);
-  k14_maxpool2d_backward(v_dh2, v_3, v_d3);
+  k14_col2im(s_dcol, v_dh1);
   DNNC_TICK(14);
-  k15_relu_backward(v_d3, v_3, v_d2);
+  k15_im2col(v_h1, s_col_1);
   DNNC_TICK(15);
-  k16_reduce_sum(v_d2, v_conv2_bias_grad);
+  g16_gemm(v_d2, s_col_1, s_dw_parts);
   DNNC_TICK(16);
-  g17_gemm(p_conv2_weight, v_d2, s_dcol);
+  k17_dw_sum(s_dw_parts, v_conv2_weight_grad);
   DNNC_TICK(17);
-  k18_col2im(s_dcol, v_dh1);
+  k18_maxpool2d_backward_bias(v_dh1, v_1, v_d0, s_bias_part_1, s_pool_argmax_1, v_conv1_bias_grad);
   DNNC_TICK(18);
-  k19_im2col(v_h1, s_col_1);
+  k19_im2col(in_image, s_col_2);
   DNNC_TICK(19);
-  k20_dy_t(v_d2, s_dy_t);
+  g20_gemm(v_d0, s_col_2, s_dw_parts_1);
   DNNC_TICK(20);
-  g21_gemm(s_dy_t, s_col_1, v_conv2_weight_grad);
+  k21_dw_sum(s_dw_parts_1, v_conv1_weight_grad);
   DNNC_TICK(21);
-  k22_maxpool2d_backward(v_dh1, v_1, v_d1);
+  k22_add_scalar(p_dnnc_step);
   DNNC_TICK(22);
-  k23_relu_backward(v_d1, v_1, v_d0);
+  if (int e = k23_sgd_update(p_conv1_weight, v_conv1_weight_grad, p_conv1_weight_momentum_buffer, v_step)) return 1 + e;
   DNNC_TICK(23);
-  k24_reduce_sum(v_d0, v_conv1_bias_grad);
+  if (int e = k24_sgd_update(p_conv1_bias, v_conv1_bias_grad, p_conv1_bias_momentum_buffer, v_step)) return 2 + e;
   DNNC_TICK(24);
-  k25_im2col(in_image, s_col_2);
+  if (int e = k25_sgd_update(p_conv2_weight, v_conv2_weight_grad, p_conv2_weight_momentum_buffer, v_step)) return 3 + e;
   DNNC_TICK(25);
-  k26_dy_t(v_d0, s_dy_t_1);
+  if (int e = k26_sgd_update(p_conv2_bias, v_conv2_bias_grad, p_conv2_bias_momentum_buffer, v_step)) return 4 + e;
   DNNC_TICK(26);
-  g27_gemm(s_dy_t_1, s_col_2, v_conv1_weight_grad);
+  if (int e = k27_sgd_step_check(v_step)) return 5 + e;
   DNNC_TICK(27);
-  k28_add_scalar(p_dnnc_step);
+  g28_gemm(v_d5, v_4, v_11, v_fc1_weight_new, v_step);
   DNNC_TICK(28);
-  if (int e = k29_sgd_update(p_conv1_weight, v_conv1_weight_grad, p_conv1_weight_momentum_buffer, v_step)) return 1 + e;
+  if (int e = k29_sgd_update(p_fc1_bias, v_fc1_bias_grad, p_fc1_bias_momentum_buffer, v_step)) return 6 + e;
   DNNC_TICK(29);
-  if (int e = k30_sgd_update(p_conv1_bias, v_conv1_bias_grad, p_conv1_bias_momentum_buffer, v_step)) return 2 + e;
+  g30_gemm(v_d6, v_h3, v_13, v_fc2_weight_new, v_step);
   DNNC_TICK(30);
-  if (int e = k31_sgd_update(p_conv2_weight, v_conv2_weight_grad, p_conv2_weight_momentum_buffer, v_step)) return 3 + e;
+  if (int e = k31_sgd_update(p_fc2_bias, v_fc2_bias_grad, p_fc2_bias_momentum_buffer, v_step)) return 7 + e;
   DNNC_TICK(31);
-  if (int e = k32_sgd_update(p_conv2_bias, v_conv2_bias_grad, p_conv2_bias_momentum_buffer, v_step)) return 4 + e;
+  g32_gemm(v_dlogits, v_h4, v_15, v_fc3_weight_new, v_step);
   DNNC_TICK(32);
-  if (int e = k33_sgd_step_check(v_step)) return 5 + e;
+  if (int e = k33_sgd_update(p_fc3_bias, v_fc3_bias_grad, p_fc3_bias_momentum_buffer, v_step)) return 8 + e;
   DNNC_TICK(33);
-  g34_gemm(v_d5, v_4, v_11, v_fc1_weight_new, v_step);
-  DNNC_TICK(34);
-  if (int e = k35_sgd_update(p_fc1_bias, v_fc1_bias_grad, p_fc1_bias_momentum_buffer, v_step)) return 6 + e;
-  DNNC_TICK(35);
-  g36_gemm(v_d6, v_h3, v_13, v_fc2_weight_new, v_step);
-  DNNC_TICK(36);
-  if (int e = k37_sgd_update(p_fc2_bias, v_fc2_bias_grad, p_fc2_bias_momentum_buffer, v_step)) return 7 + e;
-  DNNC_TICK(37);
-  g38_gemm(v_dlogits, v_h4, v_15, v_fc3_weight_new, v_step);
-  DNNC_TICK(38);
-  if (int e = k39_sgd_update(p_fc3_bias, v_fc3_bias_grad, p_fc3_bias_momentum_buffer, v_step)) return 8 + e;
-  DNNC_TICK(39);
   return 0;
 }

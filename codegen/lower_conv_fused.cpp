@@ -1,0 +1,411 @@
+// Fused conv/pool lowerings for the groups of pass `fuse` (one kernel per (image, channel) plane):
+//   forward:  conv2d -> elementwise chain (relu ...) -> maxpool2d
+//             each output row is computed, run through the chain and stored once (only the values
+//             read after the group); the plane, still in cache, is then pooled.
+//   backward: maxpool2d_backward -> elementwise chain (relu_backward ...) -> bias-grad reduce_sum
+//             the gradient of each window is written where its maximum is (no zeroing pass, no
+//             scatter when windows do not overlap), the chain applied on the way, and the bias
+//             gradient summed per column of the plane (vectorizable) then across columns.
+// Any pattern these do not cover (other ops, values needed elsewhere, non-f32) returns 0 and the
+// driver lowers the nodes one by one.
+#include <algorithm>
+#include <limits>
+
+#include "codegen/lower_window.h"
+#include "ir/op_registry.h"
+
+namespace dnnc::codegen {
+
+namespace {
+
+ir::Attrs completed_attrs(const LowerCtx& ctx, const ir::Node& n) {
+  const ir::OpDef* def = ir::find_op(n.op);
+  if (!def) ctx.fail(n, "unknown op");
+  try {
+    return ir::complete_attrs(*def, n.attrs);
+  } catch (const std::exception& e) {
+    ctx.fail(n, e.what());
+  }
+}
+
+// Whether value v is read by a node outside `inside`, or is a graph output or update.
+bool used_outside(const ir::Graph& g, ir::ValueId v, const std::vector<const ir::Node*>& inside) {
+  for (const ir::Node& n : g.nodes) {
+    if (std::find(inside.begin(), inside.end(), &n) != inside.end()) continue;
+    if (std::find(n.inputs.begin(), n.inputs.end(), v) != n.inputs.end()) return true;
+  }
+  if (std::find(g.outputs.begin(), g.outputs.end(), v) != g.outputs.end()) return true;
+  for (const auto& u : g.updates)
+    if (u.second == v) return true;
+  return false;
+}
+
+bool is_f32(const LowerCtx& ctx, ir::ValueId v) { return ctx.graph.value(v).type.dtype == ir::DType::f32; }
+
+// An elementwise chain on a plane-shaped value: map ops with one f32 result of shape `shape`,
+// operand 0 the previous value, every other operand a contiguous tensor of that shape read at
+// the same element, no setup.
+struct Chain {
+  std::vector<const ir::Node*> nodes;
+  std::vector<MapOp> ops;
+};
+
+Chain chain_after(const LowerCtx& ctx, const std::vector<const ir::Node*>& nodes, size_t j, ir::ValueId start,
+                  const Dims& shape) {
+  Chain c;
+  ir::ValueId cur = start;
+  for (; j < nodes.size(); ++j) {
+    const ir::Node& n = *nodes[j];
+    if (n.outputs.size() != 1 || n.inputs.empty() || n.inputs[0] != cur) break;
+    MapOp op;
+    if (!map_op_of(ctx, n, completed_attrs(ctx, n), &op) || op.setup) break;
+    if (ctx.shape(n.outputs[0]) != shape || !is_f32(ctx, n.outputs[0])) break;
+    bool ok = true;
+    for (size_t i = 1; i < n.inputs.size() && ok; ++i) {
+      bool contiguous = i >= op.operand_strides.size() || op.operand_strides[i].empty() ||
+                        op.operand_strides[i] == strides_of(shape);
+      // Not a value of the group itself (those may live in registers only).
+      ok = contiguous && ctx.shape(n.inputs[i]) == shape && is_f32(ctx, n.inputs[i]) && n.inputs[i] != cur &&
+           n.inputs[i] != start;
+      for (const ir::Node* p : c.nodes) ok &= p->outputs[0] != n.inputs[i];
+    }
+    if (!ok) break;
+    c.nodes.push_back(&n);
+    c.ops.push_back(std::move(op));
+    cur = n.outputs[0];
+  }
+  return c;
+}
+
+// Applies the chain to `v` at flat element `index`; operand params in `operand_param` (per chain
+// node, per operand; -1 for operand 0).
+Expr apply_chain(KernelBuilder& kb, const Chain& c, const std::vector<std::vector<int>>& operand_param, Expr v,
+                 Expr index) {
+  for (size_t k = 0; k < c.nodes.size(); ++k) {
+    MapEnv env;
+    env.index = index;
+    env.kb = &kb;
+    env.in.push_back(v);
+    for (size_t i = 1; i < c.nodes[k]->inputs.size(); ++i) env.in.push_back(kb.load(operand_param[k][i], index));
+    v = c.ops[k].body(env).at(0);
+    if (k + 1 < c.nodes.size()) v = kb.let("t", v);
+  }
+  return v;
+}
+
+std::vector<std::vector<int>> chain_operands(KernelDraft& d, LowerCtx& ctx, const Chain& c) {
+  std::vector<std::vector<int>> out;
+  for (const ir::Node* n : c.nodes) {
+    std::vector<int> ps{-1};
+    for (size_t i = 1; i < n->inputs.size(); ++i) ps.push_back(d.read(ctx.buffer(n->inputs[i])));
+    out.push_back(std::move(ps));
+  }
+  return out;
+}
+
+// Max pooling of one plane (x at xbase, y at ybase). Unpadded windows (always inside the plane)
+// are unrolled into selects so the loop over output columns vectorizes; padded ones use the
+// clipped-window loop. Same result as the reference: the first maximum, NaN propagating.
+void maxpool_plane(KernelBuilder& kb, const PoolGeom& g, int x, Expr xbase, int y, Expr ybase) {
+  bool unrolled = g.p0 == 0 && g.p1 == 0 && g.k0 * g.k1 <= 64;
+  kb.loop("ph", g.ho, false, [&](Expr oh) {
+    if (!unrolled) {
+      kb.loop("pw", g.wo, false, [&](Expr ow) {
+        Expr best_val;
+        Expr best = window_argmax(kb, x, g, xbase, oh, ow, &best_val);
+        kb.store(y, ybase + oh * i64c(g.wo) + ow, kb.load(x, xbase + best));
+      });
+      return;
+    }
+    Expr row = kb.let("prow", xbase + oh * i64c(g.s0 * g.w));
+    kb.loop("pw", g.wo, false, [&](Expr ow) {
+      Expr col = row + ow * i64c(g.s1);
+      Expr best;
+      for (int64_t r = 0; r < g.k0; ++r)
+        for (int64_t q = 0; q < g.k1; ++q) {
+          Expr v = kb.let("v", kb.load(x, col + i64c(r * g.w + q)));
+          best = !best ? v : kb.let("m", select(binary(BinaryOp::logical_or, gt(v, best), unary(UnaryOp::is_nan, v)), v, best));
+        }
+      kb.store(y, ybase + oh * i64c(g.wo) + ow, best);
+    });
+  });
+}
+
+// ---- forward: conv2d -> chain -> maxpool2d ---------------------------------------------------
+
+size_t lower_conv_chain_pool(LowerCtx& ctx, const std::vector<const ir::Node*>& nodes, size_t i) {
+  const ir::Node& conv = *nodes[i];
+  if (conv.outputs.size() != 1 || !is_f32(ctx, conv.outputs[0])) return 0;
+  Dims ys = ctx.shape(conv.outputs[0]);
+  ir::Attrs ca = completed_attrs(ctx, conv);
+  ConvGeom g = conv_geom(ctx, conv, ca, ctx.shape(conv.inputs[0]), ctx.shape(conv.inputs[1]), ys);
+  if (g.groups == 1 && g.k() > ctx.options.direct_conv_max_k) return 0;  // im2col + GEMM is faster
+  Chain chain = chain_after(ctx, nodes, i + 1, conv.outputs[0], ys);
+  ir::ValueId last = chain.nodes.empty() ? conv.outputs[0] : chain.nodes.back()->outputs[0];
+  size_t j = i + 1 + chain.nodes.size();
+  const ir::Node* pool = nullptr;
+  if (j < nodes.size() && nodes[j]->op == "maxpool2d" && nodes[j]->inputs[0] == last && is_f32(ctx, nodes[j]->outputs[0]))
+    pool = nodes[j];
+  if (chain.nodes.empty() && !pool) return 0;
+  std::vector<const ir::Node*> inside{&conv};
+  inside.insert(inside.end(), chain.nodes.begin(), chain.nodes.end());
+  if (pool) inside.push_back(pool);
+  // Only the chain's end (and the pooled result) may be read after the group.
+  if (used_outside(ctx.graph, conv.outputs[0], inside) && !chain.nodes.empty()) return 0;
+  for (size_t k = 0; k + 1 < chain.nodes.size(); ++k)
+    if (used_outside(ctx.graph, chain.nodes[k]->outputs[0], inside)) return 0;
+  for (const ir::Node* n : inside)
+    if (ctx.in_place.count(n->outputs[0])) return 0;
+  bool keep_last = !pool || used_outside(ctx.graph, last, inside);
+
+  ctx.comment.clear();
+  for (const ir::Node* n : inside) ctx.comment.push_back(ctx.node_text(*n));
+  // The plane buffer: the chain's end if it is needed later, else scratch.
+  int plane_buf = keep_last ? ctx.define(last) : ctx.scratch("plane", product(ys));
+  PoolGeom pg{};
+  if (pool) pg = pool_geom(ctx, *pool, completed_attrs(ctx, *pool), ys, ctx.shape(pool->outputs[0]));
+  KernelDraft d(ctx, ctx.kernel_name(pool ? "conv2d_pool" : "conv2d_chain"));
+  int x = d.read(ctx.buffer(conv.inputs[0]));
+  int w = d.read(ctx.buffer(conv.inputs[1]));
+  bool has_bias = conv.inputs.size() > 2;
+  int bias = has_bias ? d.read(ctx.buffer(conv.inputs[2])) : -1;
+  std::vector<std::vector<int>> operands = chain_operands(d, ctx, chain);
+  int y = d.write(plane_buf);
+  int py = pool ? d.write(ctx.define(pool->outputs[0])) : -1;
+  KernelBuilder& kb = d.kb;
+  bool unrolled = g.p0 == 0 && g.p1 == 0 && g.k() <= ctx.options.direct_conv_max_k;
+  bool par = ctx.parallel(product(ys) * g.k());
+  if (unrolled) {
+    // Every tap inside the image: one register sum per output cell (the reference's order),
+    // for `blk` out-channels of a group at once so each input load feeds blk FMAs, weights
+    // hoisted out of the planes, the chain applied before the single store; then the planes,
+    // still in cache, pooled.
+    int64_t blk = g.og % 4 == 0 ? 4 : g.og % 2 == 0 ? 2 : 1;
+    int64_t nblk = g.o / blk;
+    kb.loop("bq", g.b * nblk, par && g.b * nblk > 1, [&](Expr bq) {
+      Expr b = kb.let("b", bq / i64c(nblk));
+      Expr o0 = kb.let("o0", bq % i64c(nblk) * i64c(blk));
+      Expr c0 = g.groups == 1 ? i64c(0) : kb.let("c0", o0 / i64c(g.og) * i64c(g.cg));
+      Expr xbase = kb.let("xbase", (b * i64c(g.c) + c0) * i64c(g.h * g.w));
+      Expr ybase = kb.let("ybase", (b * i64c(g.o) + o0) * i64c(g.p()));
+      std::vector<std::vector<Expr>> wv(static_cast<size_t>(blk));
+      std::vector<Expr> init(static_cast<size_t>(blk));
+      for (int64_t j = 0; j < blk; ++j) {
+        Expr wbase = kb.let("wbase", (o0 + i64c(j)) * i64c(g.k()));
+        for (int64_t t = 0; t < g.k(); ++t)
+          wv[static_cast<size_t>(j)].push_back(kb.let("w", kb.load(w, wbase + i64c(t))));
+        init[static_cast<size_t>(j)] = has_bias ? kb.let("bias", kb.load(bias, o0 + i64c(j))) : f32c(0);
+      }
+      kb.loop("oh", g.ho, false, [&](Expr oh) {
+        Expr row = kb.let("row", xbase + oh * i64c(g.s0 * g.w));
+        Expr yrow = kb.let("yrow", ybase + oh * i64c(g.wo));
+        vector_chunks(kb, "ow", g.wo, [&](Expr ow, Expr) {  // idempotent stores: overlap is harmless
+          Expr col = row + ow * i64c(g.s1);
+          std::vector<Expr> acc = init;
+          for (int64_t cw = 0, t = 0; cw < g.cg; ++cw)
+            for (int64_t ki = 0; ki < g.kh; ++ki)
+              for (int64_t kj = 0; kj < g.kw; ++kj, ++t) {
+                Expr xv = kb.let("x", kb.load(x, col + i64c(cw * g.h * g.w + ki * g.d0 * g.w + kj * g.d1)));
+                for (int64_t j = 0; j < blk; ++j) {
+                  auto& a = acc[static_cast<size_t>(j)];
+                  a = a + wv[static_cast<size_t>(j)][static_cast<size_t>(t)] * xv;
+                  if (blk > 1) a = kb.let("acc", a);
+                }
+              }
+          for (int64_t j = 0; j < blk; ++j) {
+            Expr at = yrow + i64c(j * g.p()) + ow;
+            Expr v = acc[static_cast<size_t>(j)];
+            if (!chain.nodes.empty() && blk == 1) v = kb.let("acc", v);
+            kb.store(y, at, apply_chain(kb, chain, operands, v, at));
+          }
+        });
+      });
+      if (pool)
+        for (int64_t j = 0; j < blk; ++j)
+          maxpool_plane(kb, pg, y, ybase + i64c(j * g.p()), py,
+                        (b * i64c(g.o) + o0 + i64c(j)) * i64c(pg.ho * pg.wo));
+    });
+    ctx.emit(std::move(d));
+    return inside.size();
+  }
+  kb.loop("bo", g.b * g.o, par && g.b * g.o > 1, [&](Expr bo) {
+    Expr b = kb.let("b", bo / i64c(g.o));
+    Expr o = kb.let("o", bo % i64c(g.o));
+    Expr ybase = kb.let("ybase", bo * i64c(g.p()));
+    Expr c0 = g.groups == 1 ? i64c(0) : kb.let("c0", o / i64c(g.og) * i64c(g.cg));
+    Expr init = has_bias ? kb.let("bias", kb.load(bias, o)) : f32c(0);
+    {
+      // Padded (or large) kernels: accumulate tap by tap into the plane, then the chain in place.
+      kb.loop("i", g.p(), false, [&](Expr i) { kb.store(y, ybase + i, init); });
+      kb.loop("cw", g.cg, false, [&](Expr cw) {
+        Expr xbase = kb.let("xbase", (b * i64c(g.c) + c0 + cw) * i64c(g.h * g.w));
+        kb.loop("ki", g.kh, false, [&](Expr ki) {
+          kb.loop("kj", g.kw, false, [&](Expr kj) {
+            Expr wt = kb.let("wv", kb.load(w, ((o * i64c(g.cg) + cw) * i64c(g.kh) + ki) * i64c(g.kw) + kj));
+            auto [oh0, oh1] = valid_range(ki, g.kh, g.s0, g.p0, g.d0, g.h, g.ho);
+            auto [ow0, ow1] = valid_range(kj, g.kw, g.s1, g.p1, g.d1, g.w, g.wo);
+            kb.loop("oh", oh0, oh1, false, [&](Expr oh) {
+              Expr ih = kb.let("ih", oh * i64c(g.s0) - i64c(g.p0) + ki * i64c(g.d0));
+              kb.loop("ow", ow0, ow1, false, [&](Expr ow) {
+                Expr iw = ow * i64c(g.s1) - i64c(g.p1) + kj * i64c(g.d1);
+                kb.accumulate(y, ybase + oh * i64c(g.wo) + ow, wt * kb.load(x, xbase + ih * i64c(g.w) + iw));
+              });
+            });
+          });
+        });
+      });
+      if (!chain.nodes.empty())
+        kb.loop("i", g.p(), false, [&](Expr i) {
+          Expr v = kb.let("c", kb.load(y, ybase + i));
+          kb.store(y, ybase + i, apply_chain(kb, chain, operands, v, ybase + i));
+        });
+    }
+    if (pool) maxpool_plane(kb, pg, y, ybase, py, bo * i64c(pg.ho * pg.wo));
+  });
+  ctx.emit(std::move(d));
+  return inside.size();
+}
+
+// ---- backward: maxpool2d_backward -> chain -> bias-grad sum ---------------------------------
+
+size_t lower_pool_backward_chain(LowerCtx& ctx, const std::vector<const ir::Node*>& nodes, size_t i) {
+  const ir::Node& pb = *nodes[i];
+  if (pb.outputs.size() != 1 || !is_f32(ctx, pb.outputs[0]) || !is_f32(ctx, pb.inputs[0]) || !is_f32(ctx, pb.inputs[1]))
+    return 0;
+  Dims xs = ctx.shape(pb.outputs[0]);
+  PoolGeom g = pool_geom(ctx, pb, completed_attrs(ctx, pb), ctx.shape(pb.inputs[1]), ctx.shape(pb.inputs[0]));
+  Chain chain = chain_after(ctx, nodes, i + 1, pb.outputs[0], xs);
+  ir::ValueId last = chain.nodes.empty() ? pb.outputs[0] : chain.nodes.back()->outputs[0];
+  size_t j = i + 1 + chain.nodes.size();
+  const ir::Node* bsum = nullptr;
+  if (j < nodes.size() && nodes[j]->op == "reduce_sum" && nodes[j]->inputs[0] == last &&
+      is_f32(ctx, nodes[j]->outputs[0])) {
+    ir::Attrs ra = completed_attrs(ctx, *nodes[j]);
+    if (ir::attr_ints(ra, "axes") == std::vector<int64_t>{0, 2, 3} && !ir::attr_bool(ra, "keepdim")) bsum = nodes[j];
+  }
+  std::vector<const ir::Node*> inside{&pb};
+  inside.insert(inside.end(), chain.nodes.begin(), chain.nodes.end());
+  if (bsum) inside.push_back(bsum);
+  if (!chain.nodes.empty() && used_outside(ctx.graph, pb.outputs[0], inside)) return 0;
+  for (size_t k = 0; k + 1 < chain.nodes.size(); ++k)
+    if (used_outside(ctx.graph, chain.nodes[k]->outputs[0], inside)) return 0;
+  for (const ir::Node* n : inside)
+    if (ctx.in_place.count(n->outputs[0])) return 0;
+  int64_t b = xs[0], c = xs[1];
+  int64_t plane = g.h * g.w;
+
+  ctx.comment.clear();
+  for (const ir::Node* n : inside) ctx.comment.push_back(ctx.node_text(*n));
+  int part = bsum ? ctx.scratch("bias_part", c * g.w) : -1;
+  bool tiled = g.p0 == 0 && g.p1 == 0 && g.s0 == g.k0 && g.s1 == g.k1 && g.k0 * g.k1 <= 64;
+  // The argmax of each window of a row, per parallel iteration (tiled windows only).
+  int idx = tiled ? ctx.scratch("pool_argmax", (bsum ? c : b * c) * g.wo) : -1;
+  KernelDraft d(ctx, ctx.kernel_name(bsum ? "maxpool2d_backward_bias" : "maxpool2d_backward_chain"));
+  int dy = d.read(ctx.buffer(pb.inputs[0]));
+  int x = d.read(ctx.buffer(pb.inputs[1]));
+  std::vector<std::vector<int>> operands = chain_operands(d, ctx, chain);
+  int dx = d.write(ctx.define(last));
+  int pp = bsum ? d.write(part) : -1;
+  int ip = tiled ? d.write(idx) : -1;
+  int bg = bsum ? d.write(ctx.define(bsum->outputs[0])) : -1;
+  KernelBuilder& kb = d.kb;
+  // Windows that tile the plane without overlap or padding: each input cell gets its window's
+  // gradient or 0 directly; cells past the last window get 0.
+  auto plane_body = [&](Expr xbase, Expr ybase, Expr ibase) {
+    auto put = [&](Expr idx, Expr v) { kb.store(dx, idx, apply_chain(kb, chain, operands, v, idx)); };
+    if (tiled) {
+      kb.loop("oh", g.ho, false, [&](Expr oh) {
+        Expr row = kb.let("row", xbase + oh * i64c(g.k0 * g.w));
+        // Two passes over the row's windows: their argmax into scratch, then the writes (gcc
+        // vectorizes each pass; one loop doing both is left scalar, "control flow in loop").
+        kb.loop("ow", g.wo, false, [&](Expr ow) {
+          Expr col = kb.let("col", row + ow * i64c(g.k1));
+          Expr best, best_val;
+          for (int64_t r = 0, t = 0; r < g.k0; ++r)
+            for (int64_t q = 0; q < g.k1; ++q, ++t) {
+              Expr v = kb.let("v", kb.load(x, col + i64c(r * g.w + q)));
+              if (!best) {
+                best_val = v;
+                best = f32c(0);
+                continue;
+              }
+              // The window position as an f32 (exact for < 2^24), so the selects vectorize with
+              // the values' lanes; the condition is not a named bool, which blocks if-conversion.
+              Expr nan = unary(UnaryOp::is_nan, v), more = gt(v, best_val);
+              Expr tv = f32c(static_cast<double>(t));
+              best = kb.let("bi", select(nan, tv, select(more, tv, best)));
+              best_val = kb.let("m", select(nan, v, select(more, v, best_val)));
+            }
+          kb.store(ip, ibase + ow, best);
+        });
+        kb.loop("ow", g.wo, false, [&](Expr ow) {
+          Expr col = kb.let("col", row + ow * i64c(g.k1));
+          Expr best = kb.let("bi", kb.load(ip, ibase + ow));
+          Expr grad = kb.let("grad", kb.load(dy, ybase + oh * i64c(g.wo) + ow));
+          for (int64_t r = 0, t = 0; r < g.k0; ++r)
+            for (int64_t q = 0; q < g.k1; ++q, ++t)
+              put(col + i64c(r * g.w + q), select(eq(best, f32c(static_cast<double>(t))), grad, f32c(0)));
+        });
+        // Columns right of the last window.
+        if (g.w > g.wo * g.k1)
+          kb.loop("r", g.k0, false, [&](Expr r) {
+            kb.loop("cx", i64c(g.wo * g.k1), i64c(g.w), false, [&](Expr cx) { put(row + r * i64c(g.w) + cx, f32c(0)); });
+          });
+      });
+      if (g.h > g.ho * g.k0)  // rows below the last window
+        kb.loop("i", i64c(g.ho * g.k0 * g.w), i64c(plane), false, [&](Expr i) { put(xbase + i, f32c(0)); });
+    } else {
+      // Overlapping or padded windows: zero the plane, add each window's gradient at its
+      // maximum, then the chain in place.
+      kb.loop("i", plane, false, [&](Expr i) { kb.store(dx, xbase + i, f32c(0)); });
+      kb.loop("oh", g.ho, false, [&](Expr oh) {
+        kb.loop("ow", g.wo, false, [&](Expr ow) {
+          Expr best = window_argmax(kb, x, g, xbase, oh, ow, nullptr);
+          kb.accumulate(dx, xbase + best, kb.load(dy, ybase + oh * i64c(g.wo) + ow));
+        });
+      });
+      if (!chain.nodes.empty())
+        kb.loop("i", plane, false, [&](Expr i) {
+          Expr v = kb.let("g", kb.load(dx, xbase + i));
+          put(xbase + i, v);
+        });
+    }
+  };
+  bool par = ctx.parallel(product(xs));
+  if (!bsum) {
+    kb.loop("bc", b * c, par && b * c > 1, [&](Expr bc) {
+      plane_body(kb.let("xbase", bc * i64c(plane)), kb.let("ybase", bc * i64c(g.ho * g.wo)), bc * i64c(g.wo));
+    });
+  } else {
+    // Channels over the threads, images inside: the bias gradient of a channel is summed per
+    // column of its planes (no reduction in the inner loop), then across the columns.
+    kb.loop("ch", c, par && c > 1, [&](Expr ch) {
+      Expr pbase = kb.let("pbase", ch * i64c(g.w));
+      kb.loop("j", g.w, false, [&](Expr jv) { kb.store(pp, pbase + jv, f32c(0)); });
+      kb.loop("b", b, false, [&](Expr bv) {
+        Expr bc = kb.let("bc", bv * i64c(c) + ch);
+        Expr xbase = kb.let("xbase", bc * i64c(plane));
+        plane_body(xbase, kb.let("ybase", bc * i64c(g.ho * g.wo)), ch * i64c(g.wo));
+        kb.loop("ih", g.h, false, [&](Expr ih) {
+          Expr row = kb.let("srow", xbase + ih * i64c(g.w));
+          kb.loop("iw", g.w, false, [&](Expr iw) { kb.accumulate(pp, pbase + iw, kb.load(dx, row + iw)); });
+        });
+      });
+      Expr acc = kb.let("acc", f32c(0));
+      kb.loop("j", g.w, false, [&](Expr jv) { kb.assign(acc, acc + kb.load(pp, pbase + jv)); });
+      kb.store(bg, ch, acc);
+    });
+  }
+  ctx.emit(std::move(d));
+  return inside.size();
+}
+
+}  // namespace
+
+size_t lower_conv_pool_group(LowerCtx& ctx, const std::vector<const ir::Node*>& nodes, size_t i) {
+  if (nodes[i]->op == "conv2d") return lower_conv_chain_pool(ctx, nodes, i);
+  if (nodes[i]->op == "maxpool2d_backward") return lower_pool_backward_chain(ctx, nodes, i);
+  return 0;
+}
+
+}  // namespace dnnc::codegen
