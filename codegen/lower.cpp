@@ -36,6 +36,27 @@ Expr floordiv(Expr a, int64_t s, int64_t min_a) {
   return (a + i64c(shift * s)) / i64c(s) - i64c(shift);
 }
 
+ir::Attrs completed_attrs(const LowerCtx& ctx, const ir::Node& n) {
+  const ir::OpDef* def = ir::find_op(n.op);
+  if (!def) ctx.fail(n, "unknown op");
+  try {
+    return ir::complete_attrs(*def, n.attrs);
+  } catch (const std::exception& e) {
+    ctx.fail(n, e.what());
+  }
+}
+
+bool used_outside(const ir::Graph& g, ir::ValueId v, const std::vector<const ir::Node*>& inside) {
+  for (const ir::Node& n : g.nodes) {
+    if (std::find(inside.begin(), inside.end(), &n) != inside.end()) continue;
+    if (std::find(n.inputs.begin(), n.inputs.end(), v) != n.inputs.end()) return true;
+  }
+  if (std::find(g.outputs.begin(), g.outputs.end(), v) != g.outputs.end()) return true;
+  for (const auto& u : g.updates)
+    if (u.second == v) return true;
+  return false;
+}
+
 namespace {
 
 // A C identifier from an IR name: [A-Za-z0-9_] kept, anything else becomes '_'.
@@ -282,21 +303,12 @@ std::vector<std::vector<int>> check_groups(const ir::Graph& g, const std::vector
   return groups;
 }
 
-ir::Attrs completed(const LowerCtx& ctx, const ir::Node& n) {
-  const ir::OpDef* def = ir::find_op(n.op);
-  if (!def) ctx.fail(n, "unknown op");
-  try {
-    return ir::complete_attrs(*def, n.attrs);
-  } catch (const std::exception& e) {
-    ctx.fail(n, e.what());
-  }
-}
 
 // Whether node n is a map op all of whose results have shape `out` and which reads every value
 // of `run` (computed earlier in the same loop nest) at its own element.
 bool joins_run(const LowerCtx& ctx, const ir::Node& n, const Dims& out, const std::vector<const ir::Node*>& run) {
   MapOp op;
-  if (!map_op_of(ctx, n, completed(ctx, n), &op)) return false;
+  if (!map_op_of(ctx, n, completed_attrs(ctx, n), &op)) return false;
   for (ir::ValueId o : n.outputs)
     if (ctx.shape(o) != out) return false;
   Dims contiguous = strides_of(out);
@@ -316,17 +328,6 @@ bool reads_at_element(const MapOp& op, size_t i, const Dims& out) {
   return i >= op.operand_strides.size() || op.operand_strides[i].empty() || op.operand_strides[i] == strides_of(out);
 }
 
-// Values read after the nodes [first, last] of g (by later nodes, as outputs or as updates).
-bool used_outside(const ir::Graph& g, ir::ValueId v, const std::vector<const ir::Node*>& inside) {
-  for (const ir::Node& n : g.nodes) {
-    if (std::find(inside.begin(), inside.end(), &n) != inside.end()) continue;
-    if (std::find(n.inputs.begin(), n.inputs.end(), v) != n.inputs.end()) return true;
-  }
-  if (std::find(g.outputs.begin(), g.outputs.end(), v) != g.outputs.end()) return true;
-  for (const auto& u : g.updates)
-    if (u.second == v) return true;
-  return false;
-}
 
 // Bias-gradient sums in a GEMM epilogue: if nodes[i] is reduce_sum over axis 0 (not kept) of
 // `c_value`, the 2-d value the GEMM step just emitted leaves in C after its epilogue, the GEMM's
@@ -336,7 +337,7 @@ size_t lower_gemm_col_sums(LowerCtx& ctx, const std::vector<const ir::Node*>& no
   if (!ctx.options.bias_grad_in_gemm || i >= nodes.size()) return 0;
   const ir::Node& n = *nodes[i];
   if (n.op != "reduce_sum" || n.inputs.size() != 1 || n.outputs.size() != 1 || n.inputs[0] != c_value) return 0;
-  ir::Attrs a = completed(ctx, n);
+  ir::Attrs a = completed_attrs(ctx, n);
   std::vector<int64_t> axes = ir::attr_ints(a, "axes");
   Dims in = ctx.shape(c_value);
   if (in.size() != 2 || ir::attr_bool(a, "keepdim") || !(axes == std::vector<int64_t>{0} || axes == std::vector<int64_t>{-2}))
@@ -370,7 +371,7 @@ size_t lower_gemm_epilogue(LowerCtx& ctx, const std::vector<const ir::Node*>& no
   ir::ValueId target = ir::kNoValue;  // the first result of the run read after it
   for (const ir::Node* n : maps) {
     MapOp op;
-    map_op_of(ctx, *n, completed(ctx, *n), &op);
+    map_op_of(ctx, *n, completed_attrs(ctx, *n), &op);
     if (op.setup) return 0;  // no hoisted scalars or checks inside a GEMM's threads
     for (size_t k = 0; k < n->inputs.size(); ++k) {
       bool scalar =
@@ -423,7 +424,7 @@ std::map<ir::ValueId, int> in_place_updates(const LowerCtx& ctx, const std::vect
       continue;
     const ir::Node& n = g.nodes[static_cast<size_t>(pn)];
     MapOp op;
-    if (!map_op_of(ctx, n, completed(ctx, n), &op)) continue;
+    if (!map_op_of(ctx, n, completed_attrs(ctx, n), &op)) continue;
     bool reads_param = false, ok = true;
     for (size_t i = 0; i < n.inputs.size(); ++i)
       if (n.inputs[i] == param) {
@@ -477,7 +478,7 @@ Program lower_graph(const ir::Module& m, const ir::Graph& g, int64_t batch, cons
   auto lower_one = [&](const ir::Node& n) {
     auto it = lower_table().find(n.op);
     if (it == lower_table().end()) ctx.fail(n, "the cpu backend has no lowering for op '" + n.op + "'");
-    it->second(ctx, n, completed(ctx, n));
+    it->second(ctx, n, completed_attrs(ctx, n));
   };
 
   // Weight-gradient GEMMs that run later, fused with their optimizer update (lower_fused.cpp).

@@ -18,28 +18,6 @@ namespace dnnc::codegen {
 
 namespace {
 
-ir::Attrs completed_attrs(const LowerCtx& ctx, const ir::Node& n) {
-  const ir::OpDef* def = ir::find_op(n.op);
-  if (!def) ctx.fail(n, "unknown op");
-  try {
-    return ir::complete_attrs(*def, n.attrs);
-  } catch (const std::exception& e) {
-    ctx.fail(n, e.what());
-  }
-}
-
-// Whether value v is read by a node outside `inside`, or is a graph output or update.
-bool used_outside(const ir::Graph& g, ir::ValueId v, const std::vector<const ir::Node*>& inside) {
-  for (const ir::Node& n : g.nodes) {
-    if (std::find(inside.begin(), inside.end(), &n) != inside.end()) continue;
-    if (std::find(n.inputs.begin(), n.inputs.end(), v) != n.inputs.end()) return true;
-  }
-  if (std::find(g.outputs.begin(), g.outputs.end(), v) != g.outputs.end()) return true;
-  for (const auto& u : g.updates)
-    if (u.second == v) return true;
-  return false;
-}
-
 bool is_f32(const LowerCtx& ctx, ir::ValueId v) { return ctx.graph.value(v).type.dtype == ir::DType::f32; }
 
 // An elementwise chain on a plane-shaped value: map ops with one f32 result of shape `shape`,

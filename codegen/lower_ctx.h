@@ -150,6 +150,12 @@ void lower_optimizer_gemm(LowerCtx& ctx, const ir::Node& update, const ir::Node&
 /// logits and returns how many nodes it took (0: not this pattern).
 size_t lower_softmax_xent(LowerCtx& ctx, const std::vector<const ir::Node*>& nodes, size_t i);
 
+/// Node n's attributes completed with the registry's defaults (ctx.fail on an unknown op or bad attrs).
+ir::Attrs completed_attrs(const LowerCtx& ctx, const ir::Node& n);
+
+/// Whether value v is read by a node outside `inside`, or is a graph output or update.
+bool used_outside(const ir::Graph& g, ir::ValueId v, const std::vector<const ir::Node*>& inside);
+
 /// floor(a / s) for s > 0 and a >= min_a (C's / truncates toward zero; this shifts a first).
 Expr floordiv(Expr a, int64_t s, int64_t min_a);
 
