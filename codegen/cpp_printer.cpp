@@ -225,6 +225,14 @@ static void dnnc_sgemm_split(bool ta, bool tb, i64 m, i64 n, i64 k, float alpha,
   }
 }
 
+// Co-scheduled GEMMs (g*_group): the first row of a GEMM whose rows each weigh `w` (of the
+// group's work) at work offset `x` into it; 0 before it, `m` past it.
+static inline i64 dnnc_row_at(i64 x, i64 w, i64 m) {
+  if (x <= 0) return 0;
+  const i64 r = (x + w - 1) / w;
+  return r < m ? r : m;
+}
+
 // C = alpha op(A) op(B) (beta = 0) with K split over the threads: for a small C and a long K
 // (weight gradients summed over a batch). Thread 0 writes C, the others partial sums added after.
 static void dnnc_sgemm_split_k(bool ta, bool tb, i64 m, i64 n, i64 k, float alpha, const float* a, i64 lda,
@@ -327,6 +335,107 @@ std::string gemm_epilogue_function(const Program& p, const Step& s, const std::s
   return out;
 }
 
+// The parameters (C type, name) of an epilogue GEMM's function after its row range, in the
+// order dnnc_run passes them: a, b, [bias], c, the epilogue's buffers other than c, [step].
+// `call_args` receives the epilogue kernel's arguments (c where the kernel takes C).
+std::vector<std::pair<std::string, std::string>> epilogue_gemm_params(const Program& p, const Step& s,
+                                                                      std::vector<std::string>& call_args) {
+  const GemmCall& g = s.gemm;
+  const Kernel& k = p.kernels.at(static_cast<size_t>(g.epilogue));
+  std::vector<std::pair<std::string, std::string>> params{{"const float*", "a"}, {"const float*", "b"}};
+  if (g.bias_kind != GemmCall::Bias::none) params.emplace_back("const float*", "bias");
+  params.emplace_back("float*", "c");
+  for (size_t e = 0; e < s.args.size(); ++e) {
+    if (root_of(p, s.args[e]) == root_of(p, g.c)) {
+      call_args.push_back("c");
+      continue;
+    }
+    const KernelParam& kp = k.params.at(e);
+    params.emplace_back(fmt::format("{}{}*", kp.written ? "" : "const ", c_type(kp.type)), fmt::format("e{}", e));
+    call_args.push_back(params.back().second);
+  }
+  if (g.first_step >= 0) params.emplace_back("const float*", "step");
+  return params;
+}
+
+// A co-scheduled GEMM's rows [r0, r1): bias, product and epilogue (no column sums).
+std::string gemm_rows_function(const Program& p, const Step& s, const std::string& name) {
+  const GemmCall& g = s.gemm;
+  assert(g.col_sums < 0 && g.batch == 1 && g.ldc == g.n && g.bias_kind != GemmCall::Bias::per_row);
+  const Kernel& k = p.kernels.at(static_cast<size_t>(g.epilogue));
+  std::string out = print_kernel_cpp(k, {fmt::format("epilogue of {}: elements [begin, end) of C", name)});
+  print_comment(out, s.comment);
+  bool bias = g.bias_kind != GemmCall::Bias::none;
+  std::vector<std::string> call_args;
+  auto params = epilogue_gemm_params(p, s, call_args);
+  std::string prod = fmt::format("C[{},{}] = A{} · B{}{}", g.m, g.n, g.trans_a ? "ᵀ" : "", g.trans_b ? "ᵀ" : "",
+                                 bias ? " + bias per column" : "");
+  if (g.first_step >= 0)
+    prod = fmt::format("C[{},{}] = α A{} · B{} + β C (α, β = {}, {} on the first step, else {}, {})", g.m, g.n,
+                       g.trans_a ? "ᵀ" : "", g.trans_b ? "ᵀ" : "", g.alpha_first, g.beta_first, g.alpha, g.beta);
+  out += fmt::format("// {}, then {}: rows [r0, r1) of C\n", prod, k.name);
+  out += fmt::format("static void {}(i64 r0, i64 r1", name);
+  for (const auto& [type, pname] : params) out += fmt::format(", {} __restrict__ {}", type, pname);
+  out += ") {\n";
+  std::string alpha = cpp_float_literal(g.alpha), beta = cpp_float_literal(bias ? 1.0f : g.beta);
+  if (g.first_step >= 0) {
+    out += "  const bool first = step[0] == 0x1p+0f;\n";
+    out += fmt::format("  const float alpha = first ? {} : {}, beta = first ? {} : {};\n", cpp_float_literal(g.alpha_first),
+                       cpp_float_literal(g.alpha), cpp_float_literal(g.beta_first), cpp_float_literal(g.beta));
+    alpha = "alpha";
+    beta = "beta";
+  }
+  if (bias)
+    out += fmt::format("  for (i64 r = r0; r < r1; ++r)\n    for (i64 j = 0; j < {0}; ++j) c[r * {0} + j] = bias[j];\n",
+                       g.n);
+  out += fmt::format("  dnnc_sgemm({}, {}, r1 - r0, {}, {}, {}, a + {}, {}, b, {}, {}, c + r0 * {}, {});\n",
+                     g.trans_a ? "true" : "false", g.trans_b ? "true" : "false", g.n, g.k, alpha,
+                     g.trans_a ? "r0" : fmt::format("r0 * {}", g.lda), g.lda, g.ldb, beta, g.ldc, g.ldc);
+  out += fmt::format("  {}(r0 * {}, r1 * {}, {});\n}}\n", k.name, g.n, g.n, fmt::join(call_args, ", "));
+  return out;
+}
+
+// Co-scheduled GEMM steps [first, last]: one parallel region; the rows of all of them, weighted
+// by n·k each, are split evenly over the threads, so independent GEMMs run side by side.
+std::string gemm_group_function(const Program& p, size_t first, size_t last, const std::string& name) {
+  std::string out;
+  int64_t total = 0;
+  std::vector<int64_t> offset;
+  for (size_t i = first; i <= last; ++i) {
+    const GemmCall& g = p.steps[i].gemm;
+    out += "\n" + gemm_rows_function(p, p.steps[i], fmt::format("g{}_rows", i));
+    offset.push_back(total);
+    total += g.m * g.n * g.k;
+  }
+  std::vector<std::string> names;
+  for (size_t i = first; i <= last; ++i) names.push_back(fmt::format("g{}", i));
+  out += fmt::format("\n// {} at once: their rows, weighted by n·k, split evenly over the threads\n",
+                     fmt::join(names, ", "));
+  out += fmt::format("static void {}(", name);
+  std::string body;
+  bool any = false;
+  for (size_t i = first; i <= last; ++i) {
+    const GemmCall& g = p.steps[i].gemm;
+    std::vector<std::string> unused;
+    auto params = epilogue_gemm_params(p, p.steps[i], unused);
+    std::vector<std::string> args;
+    for (const auto& [type, pname] : params) {
+      out += fmt::format("{}{} __restrict__ {}_{}", any ? ", " : "", type, pname, i);
+      any = true;
+      args.push_back(fmt::format("{}_{}", pname, i));
+    }
+    int64_t w = g.n * g.k, off = offset[i - first];
+    body += fmt::format("    r0 = dnnc_row_at(lo - {0}, {1}, {2});\n    r1 = dnnc_row_at(hi - {0}, {1}, {2});\n", off, w,
+                        g.m);
+    body += fmt::format("    if (r0 < r1) g{}_rows(r0, r1, {});\n", i, fmt::join(args, ", "));
+  }
+  out += ") {\n  const int t = dnnc_threads;\n#pragma omp parallel for num_threads(t) schedule(static)\n";
+  out += "  for (int i = 0; i < t; ++i) {\n";
+  out += fmt::format("    const i64 lo = {0} * i / t, hi = {0} * (i + 1) / t;\n    i64 r0, r1;\n", total);
+  out += body + "  }\n}\n";
+  return out;
+}
+
 std::string gemm_function(const Program& p, const Step& s, const std::string& name) {
   const GemmCall& g = s.gemm;
   if (g.epilogue >= 0) return gemm_epilogue_function(p, s, name);
@@ -421,6 +530,12 @@ std::string print_program_cpp(const Program& p) {
       const Kernel& k = p.kernels.at(static_cast<size_t>(s.kernel));
       fn_names[i] = k.name;
       out += print_kernel_cpp(k, s.comment);
+    } else if (s.with_next || (i > 0 && p.steps[i - 1].with_next)) {
+      if (i > 0 && p.steps[i - 1].with_next) continue;  // printed with the group's first step
+      size_t last = i;
+      while (p.steps[last].with_next) ++last;
+      fn_names[i] = fmt::format("g{}_group", i);
+      out += gemm_group_function(p, i, last, fn_names[i]);
     } else {
       fn_names[i] = fmt::format("g{}_gemm", i);
       out += gemm_function(p, s, fn_names[i]);
@@ -443,9 +558,11 @@ std::string print_program_cpp(const Program& p) {
   }
   out += "  DNNC_TICK(-1);\n";
   int error_base = 0;
+  std::string group_args;  // the arguments so far of a co-scheduled group starting at group_first
+  size_t group_first = 0;
   for (size_t i = 0; i < p.steps.size(); ++i) {
     const Step& s = p.steps[i];
-    if (i > 0) out += fmt::format("  DNNC_TICK({});\n", i - 1);
+    if (i > 0 && !p.steps[i - 1].with_next) out += fmt::format("  DNNC_TICK({});\n", i - 1);
     std::string args;
     if (s.kind == Step::Kind::kernel) {
       for (size_t a = 0; a < s.args.size(); ++a)
@@ -468,6 +585,19 @@ std::string print_program_cpp(const Program& p) {
         if (root_of(p, b) != root_of(p, g.c)) args += ", " + p.buffers.at(static_cast<size_t>(b)).name;
     if (g.first_step >= 0) args += ", " + p.buffers.at(static_cast<size_t>(g.first_step)).name;
     if (g.col_sums >= 0) args += ", " + p.buffers.at(static_cast<size_t>(g.col_sums)).name;
+    // A co-scheduled group is one call, made at its last member; the profiler ticks of its
+    // other members follow it, so the whole group's time shows on its first step.
+    if (s.with_next) {
+      if (group_args.empty()) group_first = i;
+      group_args += args + ", ";
+      continue;
+    }
+    if (!group_args.empty()) {
+      out += fmt::format("  {}({});\n", fn_names[group_first], group_args + args);
+      for (size_t t = group_first; t < i; ++t) out += fmt::format("  DNNC_TICK({});\n", t);
+      group_args.clear();
+      continue;
+    }
     out += fmt::format("  {}({});\n", fn_names[i], args);
   }
   if (!p.steps.empty()) out += fmt::format("  DNNC_TICK({});\n", p.steps.size() - 1);

@@ -11,6 +11,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "codegen/coschedule.h"
 #include "codegen/lower_ctx.h"
 #include "ir/op_registry.h"
 #include "ir/printer.h"
@@ -538,6 +539,7 @@ Program lower_graph(const ir::Module& m, const ir::Graph& g, int64_t batch, cons
   }
   for (ir::ValueId id : g.outputs) ctx.prog.outputs.push_back(ctx.buffer(id));
   for (const auto& [name, id] : g.updates) ctx.prog.updates.emplace_back(name, ctx.buffer(id));
+  if (options.coschedule_gemms) coschedule_gemms(ctx.prog);
   return std::move(ctx.prog);
 }
 

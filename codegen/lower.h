@@ -19,6 +19,7 @@ struct LowerOptions {
   // Fusions only the C++ printer implements (the cuda backend turns them off):
   bool optimizer_in_gemm = true;  // SGD-momentum update fused into its weight-gradient GEMM (needs gemm_epilogues)
   bool bias_grad_in_gemm = true;  // bias-gradient column sums in an input-gradient GEMM's epilogue
+  bool coschedule_gemms = true;   // independent epilogue GEMMs share one parallel region (coschedule.h)
 };
 
 /// Lowers graph `g` (of module `m`) with the batch dim bound to `batch`. `groups` lists the

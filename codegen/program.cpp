@@ -59,6 +59,7 @@ std::string describe(const Program& p) {
       if (g.first_step >= 0)
         out += fmt::format(" alpha,beta={},{} (first step {},{})", g.alpha, g.beta, g.alpha_first, g.beta_first);
       if (g.col_sums >= 0) out += " col_sums " + p.buffers.at(static_cast<size_t>(g.col_sums)).name;
+      if (s.with_next) out += " with_next";
     }
     out += s.comment.empty() ? "\n" : "  // " + s.comment.front() + "\n";
   }

@@ -76,6 +76,9 @@ struct Step {
   int kernel = -1;                   // kind == kernel: index into Program::kernels
   std::vector<int> args;             // the buffer bound to each param of the kernel (or of the GEMM's epilogue)
   GemmCall gemm;                     // kind == gemm
+  /// kind == gemm: this GEMM and the next step (also a GEMM) run at once, in one parallel region
+  /// with their rows split over the threads by work; set by coschedule_gemms (coschedule.h).
+  bool with_next = false;
 };
 
 struct Program {

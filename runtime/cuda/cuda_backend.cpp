@@ -483,6 +483,7 @@ class CudaBackend final : public Backend {
     codegen::LowerOptions lo;
     lo.parallel_min_work = codegen::kCudaParallelMinWork;
     lo.optimizer_in_gemm = false;  // the C++ printer's fusions: cuBLASLt takes fixed alpha/beta
+    lo.coschedule_gemms = false;
     lo.bias_grad_in_gemm = false;
     codegen::Program prog = codegen::lower_graph(module, *g, batch, lo);
     return std::make_unique<CudaExecutable>(ctx_, std::move(prog), params);

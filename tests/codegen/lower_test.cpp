@@ -1,4 +1,5 @@
 // Lowering decisions: GEMM flags and epilogues, views as aliases, conv paths, fused groups, errors.
+#include "codegen/coschedule.h"
 #include "codegen/lower.h"
 
 #include <catch2/catch.hpp>
@@ -270,6 +271,43 @@ TEST_CASE("an SGD-momentum update runs fused in its weight-gradient GEMM", "[cod
   CHECK(fused_updates(q) == 0);
   CHECK(kernels_named(q, "sgd_update") == 6);
   CHECK(kernels_named(q, "sgd_step_check") == 0);
+}
+
+TEST_CASE("independent weight-gradient GEMMs are co-scheduled; dependent ones are not", "[codegen][lower]") {
+  ir::Module m = test::pipeline_model("models/mnist_mlp.dnn");
+  const ir::Graph& g = *m.graph("train_step");
+  Program p = lower_graph(m, g, 128);
+  // The three weight-gradient GEMMs (each with its fused SGD update) form one group: consecutive,
+  // with_next on all but the last; the bias updates that sat between them come after.
+  std::vector<size_t> group;
+  for (size_t i = 0; i < p.steps.size(); ++i)
+    if (p.steps[i].with_next || (i > 0 && p.steps[i - 1].with_next)) group.push_back(i);
+  REQUIRE(group.size() == 3);
+  CHECK(group[1] == group[0] + 1);
+  CHECK(group[2] == group[0] + 2);
+  CHECK_FALSE(p.steps[group[2]].with_next);
+  for (size_t i : group) {
+    INFO(p.steps[i].comment.front());
+    CHECK(p.steps[i].kind == Step::Kind::gemm);
+    CHECK(p.steps[i].gemm.first_step >= 0);  // a weight gradient with its update
+    CHECK(p.steps[i].comment.front().find("weight.grad") != std::string::npos);
+  }
+  for (size_t i = group[2] + 1; i < p.steps.size(); ++i) CHECK(p.steps[i].kind == Step::Kind::kernel);
+  CHECK(kernels_named(p, "sgd_update") == 3);
+  // The forward GEMMs each read the previous one's output: never grouped.
+  for (size_t i = 0; i < group[0]; ++i) CHECK_FALSE(p.steps[i].with_next);
+  // Independence is about buffers: a GEMM and a step reading its C are dependent.
+  CHECK_FALSE(independent(step_access(p, p.steps[group[0]]), step_access(p, p.steps[group[0]])));
+  CHECK(independent(step_access(p, p.steps[group[0]]), step_access(p, p.steps[group[1]])));
+
+  LowerOptions off;
+  off.coschedule_gemms = false;
+  Program q = lower_graph(m, g, 128, off);
+  for (const Step& s : q.steps) CHECK_FALSE(s.with_next);
+  CHECK(q.steps.size() == p.steps.size());
+  // The infer graph's GEMMs form a chain: nothing to co-schedule.
+  Program inf = lower_graph(m, *m.graph("infer"), 128);
+  for (const Step& s : inf.steps) CHECK_FALSE(s.with_next);
 }
 
 TEST_CASE("SGD variants: decay and dampening fuse, Nesterov, no momentum and Adam do not", "[codegen][lower]") {

@@ -112,6 +112,23 @@ TEST_CASE("cpu equals reference: SGD variants, fused into the weight-gradient GE
       }
 }
 
+// Co-scheduled weight-gradient GEMMs (codegen/coschedule.h): the MLP's three run in one
+// parallel region with their rows split by work; on 3 threads the split points fall inside
+// different GEMMs than on 2. Off, each GEMM is split over all threads in turn.
+TEST_CASE("cpu equals reference: co-scheduled weight-gradient GEMMs, on 1 to 3 threads and off", "[cpu][models]") {
+  for (bool on : {true, false})
+    for (int threads : {1, 2, 3}) {
+      if (!on && threads != 2) continue;
+      INFO((on ? "co-scheduled, " : "not co-scheduled, ") << threads << " threads");
+      runtime::cpu::CpuOptions o = test::cpu_test_options();
+      o.threads = threads;
+      o.lower.coschedule_gemms = on;
+      o.lower.gemm_parallel_flops = 1;
+      check_module(with_optimizer("mnist_mlp", "sgd", {{"lr", 0.01}, {"momentum", 0.9}}), "mnist_mlp co-scheduled",
+                   threads == 3 ? 7 : 5, o);
+    }
+}
+
 // The fused conv -> chain -> maxpool and maxpool_backward -> chain -> bias-grad kernels
 // (codegen/lower_conv_fused.cpp) on padded, strided, dilated and grouped convs, overlapping and
 // padded pools, pools leaving cells uncovered, odd planes, batch 1 and 3, serial and threaded, and

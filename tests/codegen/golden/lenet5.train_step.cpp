@@ -65,6 +65,14 @@ static void dnnc_sgemm_split(bool ta, bool tb, i64 m, i64 n, i64 k, float alpha,
   }
 }
 
+// Co-scheduled GEMMs (g*_group): the first row of a GEMM whose rows each weigh `w` (of the
+// group's work) at work offset `x` into it; 0 before it, `m` past it.
+static inline i64 dnnc_row_at(i64 x, i64 w, i64 m) {
+  if (x <= 0) return 0;
+  const i64 r = (x + w - 1) / w;
+  return r < m ? r : m;
+}
+
 // C = alpha op(A) op(B) (beta = 0) with K split over the threads: for a small C and a long K
 // (weight gradients summed over a batch). Thread 0 writes C, the others partial sums added after.
 static void dnnc_sgemm_split_k(bool ta, bool tb, i64 m, i64 n, i64 k, float alpha, const float* a, i64 lda,
@@ -674,7 +682,8 @@ static int k27_sgd_step_check(const float* __restrict__ v_step) {
   return 0;
 }
 
-// epilogue of g28_gemm: elements [begin, end) of C
+
+// epilogue of g28_rows: elements [begin, end) of C
 static int g28_epilogue(i64 begin, i64 end, const float* __restrict__ v_11, float* __restrict__ v_fc1_weight_new) {
   for (i64 i = begin; i < end; ++i) {
     v_fc1_weight_new[i] = (v_fc1_weight_new[i] + ((-0x1.47ae14p-7f) * v_11[i]));
@@ -683,18 +692,68 @@ static int g28_epilogue(i64 begin, i64 end, const float* __restrict__ v_11, floa
 }
 // %fc1.weight.grad = matmul(%d5, %4) {transpose_a=true, transpose_b=false}
 // %fc1.weight.new, %11 = sgd_update(@fc1.weight, %fc1.weight.grad, @fc1.weight.momentum_buffer, %step) {dampening=0.0, lr=0.01, momentum=0.9, nesterov=false, weight_decay=0.0}
-// C[120,400] = α Aᵀ · B + β C (α, β = 1, 0 on the first step, else 1, 0.9), then g28_epilogue on each thread's rows
-static void g28_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c, float* __restrict__ e1, const float* __restrict__ step) {
+// C[120,400] = α Aᵀ · B + β C (α, β = 1, 0 on the first step, else 1, 0.9), then g28_epilogue: rows [r0, r1) of C
+static void g28_rows(i64 r0, i64 r1, const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c, float* __restrict__ e1, const float* __restrict__ step) {
   const bool first = step[0] == 0x1p+0f;
   const float alpha = first ? 0x1p+0f : 0x1p+0f, beta = first ? 0x0p+0f : 0x1.ccccccp-1f;
+  dnnc_sgemm(true, false, r1 - r0, 400, 64, alpha, a + r0, 120, b, 400, beta, c + r0 * 400, 400);
+  g28_epilogue(r0 * 400, r1 * 400, c, e1);
+}
+
+// epilogue of g29_rows: elements [begin, end) of C
+static int g30_epilogue(i64 begin, i64 end, const float* __restrict__ v_13, float* __restrict__ v_fc2_weight_new) {
+  for (i64 i = begin; i < end; ++i) {
+    v_fc2_weight_new[i] = (v_fc2_weight_new[i] + ((-0x1.47ae14p-7f) * v_13[i]));
+  }
+  return 0;
+}
+// %fc2.weight.grad = matmul(%d6, %h3) {transpose_a=true, transpose_b=false}
+// %fc2.weight.new, %13 = sgd_update(@fc2.weight, %fc2.weight.grad, @fc2.weight.momentum_buffer, %step) {dampening=0.0, lr=0.01, momentum=0.9, nesterov=false, weight_decay=0.0}
+// C[84,120] = α Aᵀ · B + β C (α, β = 1, 0 on the first step, else 1, 0.9), then g30_epilogue: rows [r0, r1) of C
+static void g29_rows(i64 r0, i64 r1, const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c, float* __restrict__ e1, const float* __restrict__ step) {
+  const bool first = step[0] == 0x1p+0f;
+  const float alpha = first ? 0x1p+0f : 0x1p+0f, beta = first ? 0x0p+0f : 0x1.ccccccp-1f;
+  dnnc_sgemm(true, false, r1 - r0, 120, 64, alpha, a + r0, 84, b, 120, beta, c + r0 * 120, 120);
+  g30_epilogue(r0 * 120, r1 * 120, c, e1);
+}
+
+// epilogue of g30_rows: elements [begin, end) of C
+static int g32_epilogue(i64 begin, i64 end, const float* __restrict__ v_15, float* __restrict__ v_fc3_weight_new) {
+  for (i64 i = begin; i < end; ++i) {
+    v_fc3_weight_new[i] = (v_fc3_weight_new[i] + ((-0x1.47ae14p-7f) * v_15[i]));
+  }
+  return 0;
+}
+// %fc3.weight.grad = matmul(%dlogits, %h4) {transpose_a=true, transpose_b=false}
+// %fc3.weight.new, %15 = sgd_update(@fc3.weight, %fc3.weight.grad, @fc3.weight.momentum_buffer, %step) {dampening=0.0, lr=0.01, momentum=0.9, nesterov=false, weight_decay=0.0}
+// C[10,84] = α Aᵀ · B + β C (α, β = 1, 0 on the first step, else 1, 0.9), then g32_epilogue: rows [r0, r1) of C
+static void g30_rows(i64 r0, i64 r1, const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c, float* __restrict__ e1, const float* __restrict__ step) {
+  const bool first = step[0] == 0x1p+0f;
+  const float alpha = first ? 0x1p+0f : 0x1p+0f, beta = first ? 0x0p+0f : 0x1.ccccccp-1f;
+  dnnc_sgemm(true, false, r1 - r0, 84, 64, alpha, a + r0, 10, b, 84, beta, c + r0 * 84, 84);
+  g32_epilogue(r0 * 84, r1 * 84, c, e1);
+}
+
+// g28, g29, g30 at once: their rows, weighted by n·k, split evenly over the threads
+static void g28_group(const float* __restrict__ a_28, const float* __restrict__ b_28, float* __restrict__ c_28, float* __restrict__ e1_28, const float* __restrict__ step_28, const float* __restrict__ a_29, const float* __restrict__ b_29, float* __restrict__ c_29, float* __restrict__ e1_29, const float* __restrict__ step_29, const float* __restrict__ a_30, const float* __restrict__ b_30, float* __restrict__ c_30, float* __restrict__ e1_30, const float* __restrict__ step_30) {
   const int t = dnnc_threads;
 #pragma omp parallel for num_threads(t) schedule(static)
   for (int i = 0; i < t; ++i) {
-    const i64 r0 = 120 * i / t, r1 = 120 * (i + 1) / t;
-    dnnc_sgemm(true, false, r1 - r0, 400, 64, alpha, a + r0, 120, b, 400, beta, c + r0 * 400, 400);
-    g28_epilogue(r0 * 400, r1 * 400, c, e1);
+    const i64 lo = 3770880 * i / t, hi = 3770880 * (i + 1) / t;
+    i64 r0, r1;
+    r0 = dnnc_row_at(lo - 0, 25600, 120);
+    r1 = dnnc_row_at(hi - 0, 25600, 120);
+    if (r0 < r1) g28_rows(r0, r1, a_28, b_28, c_28, e1_28, step_28);
+    r0 = dnnc_row_at(lo - 3072000, 7680, 84);
+    r1 = dnnc_row_at(hi - 3072000, 7680, 84);
+    if (r0 < r1) g29_rows(r0, r1, a_29, b_29, c_29, e1_29, step_29);
+    r0 = dnnc_row_at(lo - 3717120, 5376, 10);
+    r1 = dnnc_row_at(hi - 3717120, 5376, 10);
+    if (r0 < r1) g30_rows(r0, r1, a_30, b_30, c_30, e1_30, step_30);
   }
 }
+
+
 
 // %fc1.bias.new, %12 = sgd_update(@fc1.bias, %fc1.bias.grad, @fc1.bias.momentum_buffer, %step) {dampening=0.0, lr=0.01, momentum=0.9, nesterov=false, weight_decay=0.0}
 static int k29_sgd_update(float* __restrict__ p_fc1_bias, const float* __restrict__ v_fc1_bias_grad, float* __restrict__ p_fc1_bias_momentum_buffer, const float* __restrict__ v_step) {
@@ -711,27 +770,6 @@ static int k29_sgd_update(float* __restrict__ p_fc1_bias, const float* __restric
   return 0;
 }
 
-// epilogue of g30_gemm: elements [begin, end) of C
-static int g30_epilogue(i64 begin, i64 end, const float* __restrict__ v_13, float* __restrict__ v_fc2_weight_new) {
-  for (i64 i = begin; i < end; ++i) {
-    v_fc2_weight_new[i] = (v_fc2_weight_new[i] + ((-0x1.47ae14p-7f) * v_13[i]));
-  }
-  return 0;
-}
-// %fc2.weight.grad = matmul(%d6, %h3) {transpose_a=true, transpose_b=false}
-// %fc2.weight.new, %13 = sgd_update(@fc2.weight, %fc2.weight.grad, @fc2.weight.momentum_buffer, %step) {dampening=0.0, lr=0.01, momentum=0.9, nesterov=false, weight_decay=0.0}
-// C[84,120] = α Aᵀ · B + β C (α, β = 1, 0 on the first step, else 1, 0.9), then g30_epilogue on each thread's rows
-static void g30_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c, float* __restrict__ e1, const float* __restrict__ step) {
-  const bool first = step[0] == 0x1p+0f;
-  const float alpha = first ? 0x1p+0f : 0x1p+0f, beta = first ? 0x0p+0f : 0x1.ccccccp-1f;
-  const int t = 1;
-  for (int i = 0; i < t; ++i) {
-    const i64 r0 = 84 * i / t, r1 = 84 * (i + 1) / t;
-    dnnc_sgemm(true, false, r1 - r0, 120, 64, alpha, a + r0, 84, b, 120, beta, c + r0 * 120, 120);
-    g30_epilogue(r0 * 120, r1 * 120, c, e1);
-  }
-}
-
 // %fc2.bias.new, %14 = sgd_update(@fc2.bias, %fc2.bias.grad, @fc2.bias.momentum_buffer, %step) {dampening=0.0, lr=0.01, momentum=0.9, nesterov=false, weight_decay=0.0}
 static int k31_sgd_update(float* __restrict__ p_fc2_bias, const float* __restrict__ v_fc2_bias_grad, float* __restrict__ p_fc2_bias_momentum_buffer, const float* __restrict__ v_step) {
   float s_0 = v_step[0];
@@ -745,27 +783,6 @@ static int k31_sgd_update(float* __restrict__ p_fc2_bias, const float* __restric
     p_fc2_bias_momentum_buffer[i] = t1;
   }
   return 0;
-}
-
-// epilogue of g32_gemm: elements [begin, end) of C
-static int g32_epilogue(i64 begin, i64 end, const float* __restrict__ v_15, float* __restrict__ v_fc3_weight_new) {
-  for (i64 i = begin; i < end; ++i) {
-    v_fc3_weight_new[i] = (v_fc3_weight_new[i] + ((-0x1.47ae14p-7f) * v_15[i]));
-  }
-  return 0;
-}
-// %fc3.weight.grad = matmul(%dlogits, %h4) {transpose_a=true, transpose_b=false}
-// %fc3.weight.new, %15 = sgd_update(@fc3.weight, %fc3.weight.grad, @fc3.weight.momentum_buffer, %step) {dampening=0.0, lr=0.01, momentum=0.9, nesterov=false, weight_decay=0.0}
-// C[10,84] = α Aᵀ · B + β C (α, β = 1, 0 on the first step, else 1, 0.9), then g32_epilogue on each thread's rows
-static void g32_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c, float* __restrict__ e1, const float* __restrict__ step) {
-  const bool first = step[0] == 0x1p+0f;
-  const float alpha = first ? 0x1p+0f : 0x1p+0f, beta = first ? 0x0p+0f : 0x1.ccccccp-1f;
-  const int t = 1;
-  for (int i = 0; i < t; ++i) {
-    const i64 r0 = 10 * i / t, r1 = 10 * (i + 1) / t;
-    dnnc_sgemm(true, false, r1 - r0, 84, 64, alpha, a + r0, 10, b, 84, beta, c + r0 * 84, 84);
-    g32_epilogue(r0 * 84, r1 * 84, c, e1);
-  }
 }
 
 // %fc3.bias.new, %16 = sgd_update(@fc3.bias, %fc3.bias.grad, @fc3.bias.momentum_buffer, %step) {dampening=0.0, lr=0.01, momentum=0.9, nesterov=false, weight_decay=0.0}
@@ -921,15 +938,13 @@ extern "C" int dnnc_run(void** buffers) {
   DNNC_TICK(26);
   if (int e = k27_sgd_step_check(v_step)) return 5 + e;
   DNNC_TICK(27);
-  g28_gemm(v_d5, v_4, v_11, v_fc1_weight_new, v_step);
+  g28_group(v_d5, v_4, v_11, v_fc1_weight_new, v_step, v_d6, v_h3, v_13, v_fc2_weight_new, v_step, v_dlogits, v_h4, v_15, v_fc3_weight_new, v_step);
   DNNC_TICK(28);
-  if (int e = k29_sgd_update(p_fc1_bias, v_fc1_bias_grad, p_fc1_bias_momentum_buffer, v_step)) return 6 + e;
   DNNC_TICK(29);
-  g30_gemm(v_d6, v_h3, v_13, v_fc2_weight_new, v_step);
   DNNC_TICK(30);
-  if (int e = k31_sgd_update(p_fc2_bias, v_fc2_bias_grad, p_fc2_bias_momentum_buffer, v_step)) return 7 + e;
+  if (int e = k29_sgd_update(p_fc1_bias, v_fc1_bias_grad, p_fc1_bias_momentum_buffer, v_step)) return 6 + e;
   DNNC_TICK(31);
-  g32_gemm(v_dlogits, v_h4, v_15, v_fc3_weight_new, v_step);
+  if (int e = k31_sgd_update(p_fc2_bias, v_fc2_bias_grad, p_fc2_bias_momentum_buffer, v_step)) return 7 + e;
   DNNC_TICK(32);
   if (int e = k33_sgd_update(p_fc3_bias, v_fc3_bias_grad, p_fc3_bias_momentum_buffer, v_step)) return 8 + e;
   DNNC_TICK(33);

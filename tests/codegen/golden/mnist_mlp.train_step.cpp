@@ -65,6 +65,14 @@ static void dnnc_sgemm_split(bool ta, bool tb, i64 m, i64 n, i64 k, float alpha,
   }
 }
 
+// Co-scheduled GEMMs (g*_group): the first row of a GEMM whose rows each weigh `w` (of the
+// group's work) at work offset `x` into it; 0 before it, `m` past it.
+static inline i64 dnnc_row_at(i64 x, i64 w, i64 m) {
+  if (x <= 0) return 0;
+  const i64 r = (x + w - 1) / w;
+  return r < m ? r : m;
+}
+
 // C = alpha op(A) op(B) (beta = 0) with K split over the threads: for a small C and a long K
 // (weight gradients summed over a batch). Thread 0 writes C, the others partial sums added after.
 static void dnnc_sgemm_split_k(bool ta, bool tb, i64 m, i64 n, i64 k, float alpha, const float* a, i64 lda,
@@ -253,7 +261,8 @@ static int k7_sgd_step_check(const float* __restrict__ v_step) {
   return 0;
 }
 
-// epilogue of g8_gemm: elements [begin, end) of C
+
+// epilogue of g8_rows: elements [begin, end) of C
 static int g8_epilogue(i64 begin, i64 end, const float* __restrict__ v_3, float* __restrict__ v_fc1_weight_new) {
   for (i64 i = begin; i < end; ++i) {
     v_fc1_weight_new[i] = (v_fc1_weight_new[i] + ((-0x1.0624dep-10f) * v_3[i]));
@@ -262,18 +271,68 @@ static int g8_epilogue(i64 begin, i64 end, const float* __restrict__ v_3, float*
 }
 // %fc1.weight.grad = matmul(%d1, %0) {transpose_a=true, transpose_b=false}
 // %fc1.weight.new, %3 = sgd_update(@fc1.weight, %fc1.weight.grad, @fc1.weight.momentum_buffer, %step) {dampening=0.0, lr=0.001, momentum=0.9, nesterov=false, weight_decay=0.0}
-// C[512,784] = α Aᵀ · B + β C (α, β = 1, 0 on the first step, else 1, 0.9), then g8_epilogue on each thread's rows
-static void g8_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c, float* __restrict__ e1, const float* __restrict__ step) {
+// C[512,784] = α Aᵀ · B + β C (α, β = 1, 0 on the first step, else 1, 0.9), then g8_epilogue: rows [r0, r1) of C
+static void g8_rows(i64 r0, i64 r1, const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c, float* __restrict__ e1, const float* __restrict__ step) {
   const bool first = step[0] == 0x1p+0f;
   const float alpha = first ? 0x1p+0f : 0x1p+0f, beta = first ? 0x0p+0f : 0x1.ccccccp-1f;
+  dnnc_sgemm(true, false, r1 - r0, 784, 128, alpha, a + r0, 512, b, 784, beta, c + r0 * 784, 784);
+  g8_epilogue(r0 * 784, r1 * 784, c, e1);
+}
+
+// epilogue of g9_rows: elements [begin, end) of C
+static int g10_epilogue(i64 begin, i64 end, const float* __restrict__ v_5, float* __restrict__ v_fc2_weight_new) {
+  for (i64 i = begin; i < end; ++i) {
+    v_fc2_weight_new[i] = (v_fc2_weight_new[i] + ((-0x1.0624dep-10f) * v_5[i]));
+  }
+  return 0;
+}
+// %fc2.weight.grad = matmul(%d2, %h1) {transpose_a=true, transpose_b=false}
+// %fc2.weight.new, %5 = sgd_update(@fc2.weight, %fc2.weight.grad, @fc2.weight.momentum_buffer, %step) {dampening=0.0, lr=0.001, momentum=0.9, nesterov=false, weight_decay=0.0}
+// C[256,512] = α Aᵀ · B + β C (α, β = 1, 0 on the first step, else 1, 0.9), then g10_epilogue: rows [r0, r1) of C
+static void g9_rows(i64 r0, i64 r1, const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c, float* __restrict__ e1, const float* __restrict__ step) {
+  const bool first = step[0] == 0x1p+0f;
+  const float alpha = first ? 0x1p+0f : 0x1p+0f, beta = first ? 0x0p+0f : 0x1.ccccccp-1f;
+  dnnc_sgemm(true, false, r1 - r0, 512, 128, alpha, a + r0, 256, b, 512, beta, c + r0 * 512, 512);
+  g10_epilogue(r0 * 512, r1 * 512, c, e1);
+}
+
+// epilogue of g10_rows: elements [begin, end) of C
+static int g12_epilogue(i64 begin, i64 end, const float* __restrict__ v_7, float* __restrict__ v_fc3_weight_new) {
+  for (i64 i = begin; i < end; ++i) {
+    v_fc3_weight_new[i] = (v_fc3_weight_new[i] + ((-0x1.0624dep-10f) * v_7[i]));
+  }
+  return 0;
+}
+// %fc3.weight.grad = matmul(%dlogits, %h2) {transpose_a=true, transpose_b=false}
+// %fc3.weight.new, %7 = sgd_update(@fc3.weight, %fc3.weight.grad, @fc3.weight.momentum_buffer, %step) {dampening=0.0, lr=0.001, momentum=0.9, nesterov=false, weight_decay=0.0}
+// C[10,256] = α Aᵀ · B + β C (α, β = 1, 0 on the first step, else 1, 0.9), then g12_epilogue: rows [r0, r1) of C
+static void g10_rows(i64 r0, i64 r1, const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c, float* __restrict__ e1, const float* __restrict__ step) {
+  const bool first = step[0] == 0x1p+0f;
+  const float alpha = first ? 0x1p+0f : 0x1p+0f, beta = first ? 0x0p+0f : 0x1.ccccccp-1f;
+  dnnc_sgemm(true, false, r1 - r0, 256, 128, alpha, a + r0, 10, b, 256, beta, c + r0 * 256, 256);
+  g12_epilogue(r0 * 256, r1 * 256, c, e1);
+}
+
+// g8, g9, g10 at once: their rows, weighted by n·k, split evenly over the threads
+static void g8_group(const float* __restrict__ a_8, const float* __restrict__ b_8, float* __restrict__ c_8, float* __restrict__ e1_8, const float* __restrict__ step_8, const float* __restrict__ a_9, const float* __restrict__ b_9, float* __restrict__ c_9, float* __restrict__ e1_9, const float* __restrict__ step_9, const float* __restrict__ a_10, const float* __restrict__ b_10, float* __restrict__ c_10, float* __restrict__ e1_10, const float* __restrict__ step_10) {
   const int t = dnnc_threads;
 #pragma omp parallel for num_threads(t) schedule(static)
   for (int i = 0; i < t; ++i) {
-    const i64 r0 = 512 * i / t, r1 = 512 * (i + 1) / t;
-    dnnc_sgemm(true, false, r1 - r0, 784, 128, alpha, a + r0, 512, b, 784, beta, c + r0 * 784, 784);
-    g8_epilogue(r0 * 784, r1 * 784, c, e1);
+    const i64 lo = 68485120 * i / t, hi = 68485120 * (i + 1) / t;
+    i64 r0, r1;
+    r0 = dnnc_row_at(lo - 0, 100352, 512);
+    r1 = dnnc_row_at(hi - 0, 100352, 512);
+    if (r0 < r1) g8_rows(r0, r1, a_8, b_8, c_8, e1_8, step_8);
+    r0 = dnnc_row_at(lo - 51380224, 65536, 256);
+    r1 = dnnc_row_at(hi - 51380224, 65536, 256);
+    if (r0 < r1) g9_rows(r0, r1, a_9, b_9, c_9, e1_9, step_9);
+    r0 = dnnc_row_at(lo - 68157440, 32768, 10);
+    r1 = dnnc_row_at(hi - 68157440, 32768, 10);
+    if (r0 < r1) g10_rows(r0, r1, a_10, b_10, c_10, e1_10, step_10);
   }
 }
+
+
 
 // %fc1.bias.new, %4 = sgd_update(@fc1.bias, %fc1.bias.grad, @fc1.bias.momentum_buffer, %step) {dampening=0.0, lr=0.001, momentum=0.9, nesterov=false, weight_decay=0.0}
 static int k9_sgd_update(float* __restrict__ p_fc1_bias, const float* __restrict__ v_fc1_bias_grad, float* __restrict__ p_fc1_bias_momentum_buffer, const float* __restrict__ v_step) {
@@ -290,28 +349,6 @@ static int k9_sgd_update(float* __restrict__ p_fc1_bias, const float* __restrict
   return 0;
 }
 
-// epilogue of g10_gemm: elements [begin, end) of C
-static int g10_epilogue(i64 begin, i64 end, const float* __restrict__ v_5, float* __restrict__ v_fc2_weight_new) {
-  for (i64 i = begin; i < end; ++i) {
-    v_fc2_weight_new[i] = (v_fc2_weight_new[i] + ((-0x1.0624dep-10f) * v_5[i]));
-  }
-  return 0;
-}
-// %fc2.weight.grad = matmul(%d2, %h1) {transpose_a=true, transpose_b=false}
-// %fc2.weight.new, %5 = sgd_update(@fc2.weight, %fc2.weight.grad, @fc2.weight.momentum_buffer, %step) {dampening=0.0, lr=0.001, momentum=0.9, nesterov=false, weight_decay=0.0}
-// C[256,512] = α Aᵀ · B + β C (α, β = 1, 0 on the first step, else 1, 0.9), then g10_epilogue on each thread's rows
-static void g10_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c, float* __restrict__ e1, const float* __restrict__ step) {
-  const bool first = step[0] == 0x1p+0f;
-  const float alpha = first ? 0x1p+0f : 0x1p+0f, beta = first ? 0x0p+0f : 0x1.ccccccp-1f;
-  const int t = dnnc_threads;
-#pragma omp parallel for num_threads(t) schedule(static)
-  for (int i = 0; i < t; ++i) {
-    const i64 r0 = 256 * i / t, r1 = 256 * (i + 1) / t;
-    dnnc_sgemm(true, false, r1 - r0, 512, 128, alpha, a + r0, 256, b, 512, beta, c + r0 * 512, 512);
-    g10_epilogue(r0 * 512, r1 * 512, c, e1);
-  }
-}
-
 // %fc2.bias.new, %6 = sgd_update(@fc2.bias, %fc2.bias.grad, @fc2.bias.momentum_buffer, %step) {dampening=0.0, lr=0.001, momentum=0.9, nesterov=false, weight_decay=0.0}
 static int k11_sgd_update(float* __restrict__ p_fc2_bias, const float* __restrict__ v_fc2_bias_grad, float* __restrict__ p_fc2_bias_momentum_buffer, const float* __restrict__ v_step) {
   float s_0 = v_step[0];
@@ -325,27 +362,6 @@ static int k11_sgd_update(float* __restrict__ p_fc2_bias, const float* __restric
     p_fc2_bias_momentum_buffer[i] = t1;
   }
   return 0;
-}
-
-// epilogue of g12_gemm: elements [begin, end) of C
-static int g12_epilogue(i64 begin, i64 end, const float* __restrict__ v_7, float* __restrict__ v_fc3_weight_new) {
-  for (i64 i = begin; i < end; ++i) {
-    v_fc3_weight_new[i] = (v_fc3_weight_new[i] + ((-0x1.0624dep-10f) * v_7[i]));
-  }
-  return 0;
-}
-// %fc3.weight.grad = matmul(%dlogits, %h2) {transpose_a=true, transpose_b=false}
-// %fc3.weight.new, %7 = sgd_update(@fc3.weight, %fc3.weight.grad, @fc3.weight.momentum_buffer, %step) {dampening=0.0, lr=0.001, momentum=0.9, nesterov=false, weight_decay=0.0}
-// C[10,256] = α Aᵀ · B + β C (α, β = 1, 0 on the first step, else 1, 0.9), then g12_epilogue on each thread's rows
-static void g12_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c, float* __restrict__ e1, const float* __restrict__ step) {
-  const bool first = step[0] == 0x1p+0f;
-  const float alpha = first ? 0x1p+0f : 0x1p+0f, beta = first ? 0x0p+0f : 0x1.ccccccp-1f;
-  const int t = 1;
-  for (int i = 0; i < t; ++i) {
-    const i64 r0 = 10 * i / t, r1 = 10 * (i + 1) / t;
-    dnnc_sgemm(true, false, r1 - r0, 256, 128, alpha, a + r0, 10, b, 256, beta, c + r0 * 256, 256);
-    g12_epilogue(r0 * 256, r1 * 256, c, e1);
-  }
 }
 
 // %fc3.bias.new, %8 = sgd_update(@fc3.bias, %fc3.bias.grad, @fc3.bias.momentum_buffer, %step) {dampening=0.0, lr=0.001, momentum=0.9, nesterov=false, weight_decay=0.0}
@@ -421,15 +437,13 @@ extern "C" int dnnc_run(void** buffers) {
   DNNC_TICK(6);
   if (int e = k7_sgd_step_check(v_step)) return 1 + e;
   DNNC_TICK(7);
-  g8_gemm(v_d1, v_0, v_3, v_fc1_weight_new, v_step);
+  g8_group(v_d1, v_0, v_3, v_fc1_weight_new, v_step, v_d2, v_h1, v_5, v_fc2_weight_new, v_step, v_dlogits, v_h2, v_7, v_fc3_weight_new, v_step);
   DNNC_TICK(8);
-  if (int e = k9_sgd_update(p_fc1_bias, v_fc1_bias_grad, p_fc1_bias_momentum_buffer, v_step)) return 2 + e;
   DNNC_TICK(9);
-  g10_gemm(v_d2, v_h1, v_5, v_fc2_weight_new, v_step);
   DNNC_TICK(10);
-  if (int e = k11_sgd_update(p_fc2_bias, v_fc2_bias_grad, p_fc2_bias_momentum_buffer, v_step)) return 3 + e;
+  if (int e = k9_sgd_update(p_fc1_bias, v_fc1_bias_grad, p_fc1_bias_momentum_buffer, v_step)) return 2 + e;
   DNNC_TICK(11);
-  g12_gemm(v_dlogits, v_h2, v_7, v_fc3_weight_new, v_step);
+  if (int e = k11_sgd_update(p_fc2_bias, v_fc2_bias_grad, p_fc2_bias_momentum_buffer, v_step)) return 3 + e;
   DNNC_TICK(12);
   if (int e = k13_sgd_update(p_fc3_bias, v_fc3_bias_grad, p_fc3_bias_momentum_buffer, v_step)) return 4 + e;
   DNNC_TICK(13);

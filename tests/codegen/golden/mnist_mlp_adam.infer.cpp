@@ -65,6 +65,14 @@ static void dnnc_sgemm_split(bool ta, bool tb, i64 m, i64 n, i64 k, float alpha,
   }
 }
 
+// Co-scheduled GEMMs (g*_group): the first row of a GEMM whose rows each weigh `w` (of the
+// group's work) at work offset `x` into it; 0 before it, `m` past it.
+static inline i64 dnnc_row_at(i64 x, i64 w, i64 m) {
+  if (x <= 0) return 0;
+  const i64 r = (x + w - 1) / w;
+  return r < m ? r : m;
+}
+
 // C = alpha op(A) op(B) (beta = 0) with K split over the threads: for a small C and a long K
 // (weight gradients summed over a batch). Thread 0 writes C, the others partial sums added after.
 static void dnnc_sgemm_split_k(bool ta, bool tb, i64 m, i64 n, i64 k, float alpha, const float* a, i64 lda,
