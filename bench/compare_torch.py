@@ -90,7 +90,17 @@ def main():
     ap.add_argument("--rounds", type=int, default=7, help="interleaved blocks per side and config")
     ap.add_argument("--only", help="run only configs whose label contains this")
     ap.add_argument("--json", help="also write the results to this file")
+    ap.add_argument("--openblas-core", default="env",
+                    help="OpenBLAS kernel set for both sides: 'env' (OPENBLAS_CORETYPE as the environment "
+                         "sets it, the default), 'auto' (unset: OpenBLAS detects the CPU) or a core name "
+                         "such as Haswell or SkylakeX")
     args = ap.parse_args()
+    # Both sides load the same libopenblas.so.0 and read OPENBLAS_CORETYPE when they load it, so
+    # setting it here (inherited by every worker) gives dnnc and PyTorch the same GEMM kernels.
+    if args.openblas_core == "auto":
+        os.environ.pop("OPENBLAS_CORETYPE", None)
+    elif args.openblas_core != "env":
+        os.environ["OPENBLAS_CORETYPE"] = args.openblas_core
 
     report = {"date": time.strftime("%Y-%m-%d %H:%M"), "load": os.getloadavg(), "configs": []}
     print(f"compare_torch: {time.strftime('%Y-%m-%d %H:%M')}, load average {os.getloadavg()[0]:.2f}, "
@@ -98,7 +108,11 @@ def main():
 
     sg = run_json([args.bench, "sgemm", "--n", "1024", "--threads", str(os.cpu_count())])
     report["sgemm_gflops"] = sg["sgemm_gflops"]
-    print(f"sgemm ceiling (OpenBLAS, 1024^3, {os.cpu_count()} threads): {sg['sgemm_gflops']:.1f} GFLOP/s", flush=True)
+    report["openblas_core"] = sg["core"]
+    report["openblas_coretype_env"] = os.environ.get("OPENBLAS_CORETYPE")
+    print(f"sgemm ceiling (OpenBLAS, 1024^3, {os.cpu_count()} threads): {sg['sgemm_gflops']:.1f} GFLOP/s; "
+          f"OpenBLAS core {sg['core']} (OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', 'unset')}, "
+          f"for both sides)", flush=True)
 
     rows = []
     for label, kind, model, batch, steps, target in CONFIGS:

@@ -2,7 +2,7 @@
 # Times dnnc (cpu backend) against PyTorch, interleaved in one run, on the seed MLP (batch 128)
 # and the seed CNN (batch 4 and 128); prints medians, ratios, the sgemm ceiling and compile times.
 # Installs Debian's python3-torch if missing and builds dnnc first.
-# Usage: bench/compare_torch.sh [--rounds N] [--only LABEL] [--json FILE]
+# Usage: bench/compare_torch.sh [--rounds N] [--only LABEL] [--json FILE] [--openblas-core env|auto|NAME]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=/usr/bin/python3

@@ -17,7 +17,8 @@
 //   dnnc_bench flops MODEL.dnn --batch B
 //       prints {"gemm_flops":...}: 2*M*N*K summed over the GEMM calls of the lowered train step.
 //   dnnc_bench sgemm [--n N] [--threads T]
-//       the machine's sgemm ceiling: median GFLOP/s of OpenBLAS cblas_sgemm on N x N x N.
+//       the machine's sgemm ceiling: median GFLOP/s of OpenBLAS cblas_sgemm on N x N x N, and the
+//       kernel set ("core") OpenBLAS runs, which OPENBLAS_CORETYPE overrides.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -41,6 +42,7 @@ extern "C" {
 void cblas_sgemm(int order, int trans_a, int trans_b, int m, int n, int k, float alpha, const float* a, int lda,
                  const float* b, int ldb, float beta, float* c, int ldc);
 void openblas_set_num_threads(int n);
+char* openblas_get_corename();
 }
 
 namespace {
@@ -263,7 +265,8 @@ int sgemm(const Args& a) {
     if (r >= 2) gflops.push_back(2.0 * n * n * n / s / 1e9);  // the first runs warm up the thread pool
   }
   std::sort(gflops.begin(), gflops.end());
-  std::printf("{\"sgemm_gflops\":%.2f,\"n\":%d}\n", gflops[gflops.size() / 2], n);
+  std::printf("{\"sgemm_gflops\":%.2f,\"n\":%d,\"core\":\"%s\"}\n", gflops[gflops.size() / 2], n,
+              openblas_get_corename());
   return 0;
 }
 
