@@ -1,10 +1,11 @@
 // dnnc_bench: the benchmark harness behind bench/compare_torch.sh (not a unit test; nothing here
 // is run by ctest). Modes:
-//   dnnc_bench serve MODEL.dnn --batch B [--device cpu] [--threads T]
+//   dnnc_bench serve MODEL.dnn --batch B [--device cpu] [--threads T] [--no-coschedule]
 //       compiles MODEL's train_step for batch B, makes 8 seeded random batches in memory, then
 //       answers lines on stdin: "run N" runs N train steps (cycling through the batches) and
 //       prints one JSON line {"times_ms":[...]} with each step's wall time; "quit" exits.
 //       A persistent worker lets the driver interleave dnnc and PyTorch in one run.
+//       --no-coschedule lowers without LowerOptions::coschedule_gemms (for A/B runs).
 //   dnnc_bench profile MODEL.dnn --batch B [--steps N] [--threads T]
 //       compiles the train_step like serve, runs it N times (default 200, after 20 warm-up
 //       runs) with the generated code's per-step hook set (cpu::set_profiler) and prints a
@@ -58,6 +59,7 @@ struct Args {
   std::string mode, model, device = "cpu", cache;
   int64_t batch = 0;
   int threads = 0, n = 1024, steps = 200;
+  bool coschedule = true;
 };
 
 Args parse_args(int argc, char** argv) {
@@ -77,6 +79,7 @@ Args parse_args(int argc, char** argv) {
     else if (s == "--cache") a.cache = value();
     else if (s == "--n") a.n = std::stoi(value());
     else if (s == "--steps") a.steps = std::stoi(value());
+    else if (s == "--no-coschedule") a.coschedule = false;
     else if (!s.empty() && s[0] != '-' && a.model.empty()) a.model = s;
     else throw std::invalid_argument("unknown argument '" + s + "'");
   }
@@ -98,6 +101,7 @@ std::unique_ptr<runtime::Backend> make_backend(const Args& a) {
   if (a.device != "cpu") throw std::invalid_argument("--device must be cpu or reference, got '" + a.device + "'");
   runtime::cpu::CpuOptions o;
   o.threads = a.threads;
+  o.lower.coschedule_gemms = a.coschedule;
   if (!a.cache.empty()) o.jit.cache_dir = a.cache;
   return std::make_unique<runtime::cpu::CpuBackend>(o);
 }
