@@ -19,12 +19,14 @@ namespace dnnc::cli {
 namespace {
 
 struct EvalCliOptions {
-  std::string file, init, data, device = "auto";
+  std::string file, init, data;
+  DeviceOptions device;
   int64_t eval_batch = 500;
 };
 
 struct InferCliOptions {
-  std::string file, init, images, labels, device = "auto";
+  std::string file, init, images, labels;
+  DeviceOptions device;
   int64_t index = 0, count = -1, batch = 500;
   bool json = false;
 };
@@ -126,8 +128,7 @@ void add_eval_command(CLI::App& app, Runner& run) {
   cmd->add_option("file", o->file, "model file (.dnn)")->required();
   cmd->add_option("--init", o->init, "state_dict to evaluate (.safetensors)")->required();
   cmd->add_option("--data", o->data, "data directory (default: data/mnist or data/cifar10, per the model)");
-  cmd->add_option("--device", o->device, "auto (best available), cpu, cuda or reference")
-      ->check(CLI::IsMember({"auto", "cpu", "cuda", "reference"}));
+  add_device_options(*cmd, o->device);
   cmd->add_option("--eval-batch", o->eval_batch, "batch size")->check(CLI::PositiveNumber);
   cmd->callback([&run, o] { run = [o] { return guarded([&] { return run_eval(*o); }); }; });
 }
@@ -141,8 +142,7 @@ void add_infer_command(CLI::App& app, Runner& run) {
   cmd->add_option("--labels", o->labels, "IDX labels file, to print each image's true label");
   cmd->add_option("--index", o->index, "first image (0-based)")->check(CLI::NonNegativeNumber);
   cmd->add_option("--count", o->count, "number of images (default: all from --index)")->check(CLI::PositiveNumber);
-  cmd->add_option("--device", o->device, "auto (best available), cpu, cuda or reference")
-      ->check(CLI::IsMember({"auto", "cpu", "cuda", "reference"}));
+  add_device_options(*cmd, o->device);
   cmd->add_flag("--json", o->json, "one JSON object per image with full-precision probs and logits");
   cmd->callback([&run, o] { run = [o] { return guarded([&] { return run_infer(*o); }); }; });
 }

@@ -79,11 +79,31 @@ runtime::Dataset load_split(const ir::Module& m, const std::string& dir, bool tr
   return {};
 }
 
-std::unique_ptr<runtime::Backend> choose_device(const std::string& device, std::ostream& out) {
+void add_device_options(CLI::App& cmd, DeviceOptions& o) {
+  cmd.add_option("--device", o.device, "auto (best available), cpu, cuda or reference")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda", "reference"}));
+  cmd.add_flag("--tf32", o.tf32,
+               "cuda only: run GEMMs in TF32 (faster, about 1e-3 relative error); default exact fp32");
+}
+
+void check_device_options(const DeviceOptions& o) {
+  if (o.tf32 && o.device != "auto" && o.device != "cuda")
+    throw std::invalid_argument(fmt::format("--tf32 applies to the cuda device only, but --device is {}", o.device));
+}
+
+std::unique_ptr<runtime::Backend> choose_device(const DeviceOptions& o, std::ostream& out) {
+  check_device_options(o);
   runtime::BackendRegistry registry;
   runtime::register_builtin_backends(registry);
-  runtime::BackendChoice choice = runtime::select_backend(registry, device);
-  out << choice.message << "\n";
+  runtime::BackendOptions options;
+  options.tf32 = o.tf32;
+  runtime::BackendChoice choice = runtime::select_backend(registry, o.device, options);
+  out << choice.message << std::endl;  // flushed: a warning on std::cerr follows it
+  if (o.tf32 && choice.backend->name() != "cuda")
+    std::cerr << fmt::format(
+        "dnnc: warning: --tf32 ignored: --device auto chose {} because cuda is not available "
+        "(see the device line); GEMMs run in exact fp32\n",
+        choice.backend->name());
   return std::move(choice.backend);
 }
 

@@ -11,6 +11,10 @@
 #include "runtime/backends.h"
 #include "runtime/data/dataset.h"
 
+namespace CLI {
+class App;
+}  // namespace CLI
+
 namespace dnnc::cli {
 
 /// Command-line replacements for the train block's values.
@@ -39,8 +43,24 @@ std::string default_data_dir(const ir::Module& m);
 /// std::invalid_argument if the model names no data set, std::runtime_error from the loaders.
 runtime::Dataset load_split(const ir::Module& m, const std::string& dir, bool train);
 
+/// `--device` and `--tf32`, the same on train, eval and infer.
+struct DeviceOptions {
+  std::string device = "auto";  // auto, cpu, cuda or reference
+  bool tf32 = false;            // cuda GEMMs in TF32
+};
+
+/// Adds `--device` and `--tf32` to `cmd`, stored in `o`.
+void add_device_options(CLI::App& cmd, DeviceOptions& o);
+
+/// Throws std::invalid_argument if the options contradict each other: `--tf32` with
+/// `--device cpu` or `reference`. choose_device checks this too; call it first to fail early.
+void check_device_options(const DeviceOptions& o);
+
 /// The backend for `--device` (registry of runtime/backends.h); prints the one-line reason for
-/// the choice to `out`. Throws like runtime::select_backend.
-std::unique_ptr<runtime::Backend> choose_device(const std::string& device, std::ostream& out);
+/// the choice to `out` (for cuda with the GEMM mode). Throws like runtime::select_backend and
+/// check_device_options. With `--device auto --tf32` on a machine where auto picks another
+/// device than cuda, prints one warning line to std::cerr and goes on in exact fp32 (the user
+/// asked for the best device, not for cuda).
+std::unique_ptr<runtime::Backend> choose_device(const DeviceOptions& o, std::ostream& out);
 
 }  // namespace dnnc::cli

@@ -21,7 +21,8 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 struct TrainCliOptions {
-  std::string file, data, device = "auto", init, save, resume, log;
+  std::string file, data, init, save, resume, log;
+  DeviceOptions device;
   RecipeOverrides recipe;
   int64_t steps = 0, log_every = 10, eval_batch = 500;
   bool no_shuffle = false;
@@ -32,6 +33,7 @@ double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock:
 int run_train(const TrainCliOptions& o) {
   if (!o.init.empty() && !o.resume.empty())
     throw std::invalid_argument("--init and --resume exclude each other (--resume restores the weights too)");
+  check_device_options(o.device);
   auto t0 = Clock::now();
   ir::Module m = compile_model(o.file, o.recipe);
   double compile_s = since(t0);
@@ -107,8 +109,7 @@ void add_train_command(CLI::App& app, Runner& run) {
   CLI::App* cmd = app.add_subcommand("train", "Train a model on its data set and report test accuracy");
   cmd->add_option("file", o->file, "model file (.dnn)")->required();
   cmd->add_option("--data", o->data, "data directory (default: data/mnist or data/cifar10, per the model)");
-  cmd->add_option("--device", o->device, "auto (best available), cpu, cuda or reference")
-      ->check(CLI::IsMember({"auto", "cpu", "cuda", "reference"}));
+  add_device_options(*cmd, o->device);
   cmd->add_option("--epochs", o->recipe.epochs, "number of epochs (replaces the train block's)");
   cmd->add_option("--batch", o->recipe.batch, "batch size (replaces the train block's)");
   cmd->add_option("--lr", o->recipe.lr, "learning rate (replaces the optimizer's)");

@@ -14,10 +14,10 @@ using Runner = std::function<int()>;
 /// Each adds one subcommand to `app` and stores its runner in `run` (called if chosen).
 void add_check_command(CLI::App& app, Runner& run);
 void add_dump_ir_command(CLI::App& app, Runner& run);
-void add_train_command(CLI::App& app, Runner& run);  // cli/cmd_train.cpp
-void add_eval_command(CLI::App& app, Runner& run);   // cli/cmd_eval.cpp
-void add_infer_command(CLI::App& app, Runner& run);  // cli/cmd_eval.cpp
-void add_data_command(CLI::App& app, Runner& run);   // cli/cmd_data.cpp
+void add_train_command(CLI::App& app, Runner& run);    // cli/cmd_train.cpp
+void add_eval_command(CLI::App& app, Runner& run);     // cli/cmd_eval.cpp
+void add_infer_command(CLI::App& app, Runner& run);    // cli/cmd_eval.cpp
+void add_data_command(CLI::App& app, Runner& run);     // cli/cmd_data.cpp
 void add_compile_command(CLI::App& app, Runner& run);  // cli/cmd_compile.cpp
 
 /// Loads a model: a `.dnn` file through the frontend, a `.ir` file through the IR parser.

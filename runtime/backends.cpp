@@ -25,10 +25,17 @@ const BackendFactory* BackendRegistry::find(const std::string& name) const {
 }
 
 void register_builtin_backends(BackendRegistry& registry) {
-  registry.add({"reference", [] { return std::string(); }, [] { return make_reference_backend(); }});
-  registry.add({"cpu", [] { return cpu::cpu_backend_unavailable_reason(); }, [] { return cpu::make_cpu_backend(); }});
+  registry.add(
+      {"reference", [] { return std::string(); }, [](const BackendOptions&) { return make_reference_backend(); }});
+  registry.add({"cpu", [] { return cpu::cpu_backend_unavailable_reason(); },
+                [](const BackendOptions&) { return cpu::make_cpu_backend(); }});
   // The cuda plugin (libdnnc_cuda.so), dlopened on first use; see runtime/cuda/plugin_loader.h.
-  registry.add({"cuda", [] { return cuda::cuda_backend_unavailable_reason(); }, [] { return cuda::make_cuda_backend(); }});
+  registry.add({"cuda", [] { return cuda::cuda_backend_unavailable_reason(); },
+                [](const BackendOptions& o) {
+                  cuda::CudaOptions co;
+                  co.tf32 = o.tf32;
+                  return cuda::make_cuda_backend(co);
+                }});
 }
 
 const std::vector<std::string>& device_preference() {
@@ -45,15 +52,24 @@ std::string why_unavailable(const BackendRegistry& registry, const std::string& 
   return f->unavailable_reason ? f->unavailable_reason() : std::string();
 }
 
-std::unique_ptr<Backend> create(const BackendFactory& f) {
-  std::unique_ptr<Backend> b = f.create();
+std::unique_ptr<Backend> create(const BackendFactory& f, const BackendOptions& options) {
+  std::unique_ptr<Backend> b = f.create(options);
   if (!b) throw std::runtime_error(fmt::format("backend '{}' could not be created", f.name));
   return b;
 }
 
+// The device line: "device: NAME (WHY)", plus the GEMM mode for cuda, the one backend whose
+// numerics an option changes.
+std::string device_line(const std::string& name, const std::string& why, const BackendOptions& options) {
+  std::string line = fmt::format("device: {} ({})", name, why);
+  if (name == "cuda") line += options.tf32 ? ", TF32 GEMMs" : ", exact fp32 GEMMs";
+  return line;
+}
+
 }  // namespace
 
-BackendChoice select_backend(const BackendRegistry& registry, const std::string& device) {
+BackendChoice select_backend(const BackendRegistry& registry, const std::string& device,
+                             const BackendOptions& options) {
   const auto& known = device_preference();
   if (device == "auto") {
     std::vector<std::string> skipped;
@@ -61,7 +77,7 @@ BackendChoice select_backend(const BackendRegistry& registry, const std::string&
       std::string why = why_unavailable(registry, name);
       if (why.empty()) {
         std::string because = skipped.empty() ? "the preferred one" : fmt::format("{}", fmt::join(skipped, "; "));
-        return {create(*registry.find(name)), fmt::format("device: {} (auto: {})", name, because)};
+        return {create(*registry.find(name), options), device_line(name, "auto: " + because, options)};
       }
       skipped.push_back(name + ": " + why);
     }
@@ -71,7 +87,7 @@ BackendChoice select_backend(const BackendRegistry& registry, const std::string&
     throw std::invalid_argument(fmt::format("unknown device '{}' (expected auto, {})", device, fmt::join(known, ", ")));
   std::string why = why_unavailable(registry, device);
   if (!why.empty()) throw std::runtime_error(fmt::format("device '{}' is not available: {}", device, why));
-  return {create(*registry.find(device)), fmt::format("device: {} (as requested)", device)};
+  return {create(*registry.find(device), options), device_line(device, "as requested", options)};
 }
 
 }  // namespace dnnc::runtime

@@ -10,12 +10,18 @@
 
 namespace dnnc::runtime {
 
+/// Settings handed to the backend being created (from `dnnc train --tf32` etc.). Each backend
+/// reads the fields that concern it and ignores the rest.
+struct BackendOptions {
+  bool tf32 = false;  // cuda: GEMMs in TF32 (CudaOptions::tf32); other backends: ignored
+};
+
 struct BackendFactory {
   std::string name;  // the --device name: "reference", "cpu", "cuda"
   /// Empty if the backend can run here; otherwise why not (e.g. "no CUDA device found").
   std::function<std::string()> unavailable_reason;
-  /// Creates the backend. May throw std::runtime_error (then selection reports it).
-  std::function<std::unique_ptr<Backend>()> create;
+  /// Creates the backend with `options`. May throw std::runtime_error (then selection reports it).
+  std::function<std::unique_ptr<Backend>(const BackendOptions&)> create;
 };
 
 class BackendRegistry {
@@ -40,14 +46,17 @@ const std::vector<std::string>& device_preference();
 
 struct BackendChoice {
   std::unique_ptr<Backend> backend;
-  std::string message;  // one line: "device: cpu (auto: cuda: no CUDA plugin in this build)"
+  /// One line: "device: cpu (auto: cuda: no CUDA plugin in this build)"; for cuda it ends with
+  /// the GEMM mode: "device: cuda (as requested), TF32 GEMMs" or ", exact fp32 GEMMs".
+  std::string message;
 };
 
-/// Picks the backend for `device`: "auto" takes the first available of device_preference();
-/// a named device must be registered and available. Throws std::invalid_argument for an
-/// unknown name (listing the known ones) and std::runtime_error for a known device that is
-/// not available here, saying why (e.g. "device 'cuda' is not available: no CUDA plugin in
-/// this build").
-BackendChoice select_backend(const BackendRegistry& registry, const std::string& device);
+/// Picks the backend for `device` and creates it with `options`: "auto" takes the first
+/// available of device_preference(); a named device must be registered and available. Throws
+/// std::invalid_argument for an unknown name (listing the known ones) and std::runtime_error
+/// for a known device that is not available here, saying why (e.g. "device 'cuda' is not
+/// available: no CUDA plugin in this build").
+BackendChoice select_backend(const BackendRegistry& registry, const std::string& device,
+                             const BackendOptions& options = {});
 
 }  // namespace dnnc::runtime

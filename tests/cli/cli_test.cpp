@@ -1,4 +1,5 @@
-// The `dnnc` command line: compile --stats, --dump-ir-after, --target, and their errors.
+// The `dnnc` command line: compile --stats, --dump-ir-after, --target, and their errors;
+// --tf32 of train, eval and infer (with a GPU-free stand-in for the cuda plugin).
 #include <sys/wait.h>
 
 #include <array>
@@ -14,9 +15,10 @@ struct Result {
   std::string out;  // stdout and stderr together
 };
 
-Result run(const std::string& args) {
+// Runs `ENV dnnc ARGS` (ENV: shell variable assignments, may be empty).
+Result run_env(const std::string& env, const std::string& args) {
   Result r;
-  std::string cmd = std::string(DNNC_EXE) + " " + args + " 2>&1";
+  std::string cmd = env + " " + std::string(DNNC_EXE) + " " + args + " 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
   REQUIRE(p);
   std::array<char, 4096> buf{};
@@ -25,6 +27,30 @@ Result run(const std::string& args) {
   int status = pclose(p);
   r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
+}
+
+Result run(const std::string& args) { return run_env("", args); }
+
+// The fake cuda plugin (fake_cuda_plugin.cpp) instead of the real one; with `unavailable`, its
+// probe reports that reason.
+std::string fake_cuda(const std::string& unavailable = "") {
+  std::string env = std::string("DNNC_PLUGIN_DIR=") + DNNC_FAKE_CUDA_PLUGIN_DIR;
+  if (!unavailable.empty()) env += " DNNC_FAKE_CUDA_UNAVAILABLE='" + unavailable + "'";
+  return env;
+}
+
+// Arguments of train, eval and infer that get past option parsing and device selection and then
+// fail on a missing file, so the tests need no data and run nothing.
+const char* const kMissing = "/nonexistent/dnnc-cli-tf32-test";
+std::string train_args(const std::string& extra) {
+  return std::string("train models/mnist_mlp.dnn --data ") + kMissing + " " + extra;
+}
+std::string eval_args(const std::string& extra) {
+  return std::string("eval models/mnist_mlp.dnn --init ") + kMissing + ".safetensors --data " + kMissing + " " + extra;
+}
+std::string infer_args(const std::string& extra) {
+  return std::string("infer models/mnist_mlp.dnn --init ") + kMissing + ".safetensors --images " + kMissing + ".idx " +
+         extra;
 }
 
 }  // namespace
@@ -102,4 +128,73 @@ TEST_CASE("compile --emit=cuda writes the CUDA C of each graph with its launch o
   Result bad = run("compile models/mnist_mlp.dnn --emit=ptx -o " + dir);
   CHECK(bad.code != 0);
   std::system(cleanup.c_str());
+}
+
+TEST_CASE("train, eval and infer take --tf32 and document it in --help", "[cli][tf32]") {
+  for (const char* cmd : {"train", "eval", "infer"}) {
+    Result r = run(std::string(cmd) + " --help");
+    INFO(cmd << ": " << r.out);
+    CHECK(r.code == 0);
+    CHECK_THAT(r.out, Catch::Contains("--tf32") &&
+                          Catch::Contains("cuda only: run GEMMs in TF32 (faster, about 1e-3 relative error)"));
+  }
+}
+
+TEST_CASE("train, eval and infer: --tf32 with --device cpu or reference is a usage error before anything runs",
+          "[cli][tf32]") {
+  for (const std::string& args :
+       {train_args("--device cpu --tf32"), eval_args("--device reference --tf32"), infer_args("--tf32 --device cpu")}) {
+    Result r = run_env(fake_cuda(), args);
+    INFO(args << "\n" << r.out);
+    CHECK(r.code == 2);
+    CHECK_THAT(r.out, Catch::Contains("dnnc: error: --tf32 applies to the cuda device only, but --device is "));
+    CHECK_THAT(r.out, !Catch::Contains("device: ") && !Catch::Contains("fake cuda plugin"));
+  }
+  // train fails before it compiles and prints the model.
+  Result r = run(train_args("--device cpu --tf32"));
+  CHECK(r.out == "dnnc: error: --tf32 applies to the cuda device only, but --device is cpu\n");
+  // Without --tf32 the same command gets past the device and fails on the data instead.
+  Result plain = run(train_args("--device reference"));
+  CHECK(plain.code == 1);
+  CHECK_THAT(plain.out, Catch::Contains("device: reference (as requested)\n") && !Catch::Contains("--tf32"));
+}
+
+TEST_CASE("train, eval and infer: --device auto --tf32 without a usable cuda device warns once, runs exact fp32",
+          "[cli][tf32]") {
+  for (const std::string& args : {train_args("--device auto --tf32"), eval_args("--tf32"), infer_args("--tf32")}) {
+    Result r = run_env(fake_cuda("fake: no device"), args);
+    INFO(args << "\n" << r.out);
+    CHECK_THAT(r.out, Catch::Contains(" (auto: cuda: fake: no device"));
+    CHECK_THAT(r.out, Catch::Contains("dnnc: warning: --tf32 ignored: --device auto chose "));
+    CHECK_THAT(r.out, Catch::Contains("GEMMs run in exact fp32\n"));
+    CHECK_THAT(r.out, !Catch::Contains("fake cuda plugin: create") && !Catch::Contains("TF32 GEMMs"));
+    // It went on past the device: the error is the missing data or checkpoint, exit 1.
+    CHECK(r.code == 1);
+    CHECK_THAT(r.out, Catch::Contains(kMissing));
+  }
+  Result once = run_env(fake_cuda("fake: no device"), train_args("--tf32"));
+  size_t first = once.out.find("dnnc: warning:");
+  CHECK(first != std::string::npos);
+  CHECK(once.out.find("dnnc: warning:", first + 1) == std::string::npos);
+}
+
+TEST_CASE("train, eval and infer: --tf32 reaches the cuda plugin and the device line names the GEMM mode",
+          "[cli][tf32]") {
+  Result r = run_env(fake_cuda(), train_args("--device cuda --tf32"));
+  INFO(r.out);
+  CHECK_THAT(r.out, Catch::Contains("fake cuda plugin: create(tf32=1)"));
+  CHECK_THAT(r.out, Catch::Contains("device: cuda (as requested), TF32 GEMMs\n"));
+  CHECK_THAT(r.out, !Catch::Contains("warning"));
+  Result plain = run_env(fake_cuda(), train_args(""));
+  INFO(plain.out);
+  CHECK_THAT(plain.out, Catch::Contains("fake cuda plugin: create(tf32=0)"));
+  CHECK_THAT(plain.out, Catch::Contains("device: cuda (auto: the preferred one), exact fp32 GEMMs\n"));
+  Result eval = run_env(fake_cuda(), eval_args("--device auto --tf32"));
+  INFO(eval.out);
+  CHECK_THAT(eval.out, Catch::Contains("fake cuda plugin: create(tf32=1)") &&
+                           Catch::Contains("device: cuda (auto: the preferred one), TF32 GEMMs\n"));
+  Result infer = run_env(fake_cuda(), infer_args("--device cuda --tf32 --json"));
+  INFO(infer.out);
+  CHECK_THAT(infer.out, Catch::Contains("fake cuda plugin: create(tf32=1)") &&
+                            Catch::Contains("device: cuda (as requested), TF32 GEMMs\n"));
 }

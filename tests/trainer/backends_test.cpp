@@ -2,13 +2,24 @@
 #include "runtime/backends.h"
 
 #include <catch2/catch.hpp>
+#include <string>
+#include <vector>
 
 using namespace dnnc::runtime;
 
 namespace {
 
 BackendFactory fake(const std::string& name, const std::string& unavailable) {
-  return {name, [unavailable] { return unavailable; }, [] { return make_reference_backend(); }};
+  return {name, [unavailable] { return unavailable; }, [](const BackendOptions&) { return make_reference_backend(); }};
+}
+
+// A fake that records the options each creation received.
+BackendFactory recording(const std::string& name, std::vector<BackendOptions>& seen) {
+  return {name, [] { return std::string(); },
+          [&seen](const BackendOptions& o) {
+            seen.push_back(o);
+            return make_reference_backend();
+          }};
 }
 
 }  // namespace
@@ -47,4 +58,25 @@ TEST_CASE("a named device that is missing or unavailable is an error with the re
   CHECK_THROWS_AS(select_backend(registry, "tpu"), std::invalid_argument);
   BackendRegistry empty;
   CHECK_THROWS_WITH(select_backend(empty, "auto"), Catch::Contains("no device is available"));
+}
+
+TEST_CASE("selection hands the options to the chosen factory and names cuda's GEMM mode", "[trainer][device]") {
+  std::vector<BackendOptions> cuda_seen, cpu_seen;
+  BackendRegistry registry;
+  registry.add(recording("cuda", cuda_seen));
+  registry.add(recording("cpu", cpu_seen));
+  BackendOptions tf32;
+  tf32.tf32 = true;
+  CHECK(select_backend(registry, "cuda", tf32).message == "device: cuda (as requested), TF32 GEMMs");
+  CHECK(select_backend(registry, "auto", tf32).message == "device: cuda (auto: the preferred one), TF32 GEMMs");
+  CHECK(select_backend(registry, "cuda").message == "device: cuda (as requested), exact fp32 GEMMs");
+  REQUIRE(cuda_seen.size() == 3);
+  CHECK(cuda_seen[0].tf32);
+  CHECK(cuda_seen[1].tf32);
+  CHECK(!cuda_seen[2].tf32);
+  // Other backends get the options too (and ignore them); their line has no GEMM mode.
+  CHECK(select_backend(registry, "cpu", tf32).message == "device: cpu (as requested)");
+  REQUIRE(cpu_seen.size() == 1);
+  CHECK(cpu_seen[0].tf32);
+  CHECK(cuda_seen.size() == 3);
 }
