@@ -288,9 +288,20 @@ size_t lower_pool_backward_chain(LowerCtx& ctx, const std::vector<const ir::Node
   int bg = bsum ? d.write(ctx.define(bsum->outputs[0])) : -1;
   KernelBuilder& kb = d.kb;
   // Windows that tile the plane without overlap or padding: each input cell gets its window's
-  // gradient or 0 directly; cells past the last window get 0.
-  auto plane_body = [&](Expr xbase, Expr ybase, Expr ibase) {
-    auto put = [&](Expr idx, Expr v) { kb.store(dx, idx, apply_chain(kb, chain, operands, v, idx)); };
+  // gradient or 0 directly; cells past the last window get 0. With `pbase` (a bias-grad sum),
+  // every value written is also added into the channel's partial sums at pbase + its window
+  // column (or its own column, outside the windows), so the plane is not read again.
+  auto plane_body = [&](Expr xbase, Expr ybase, Expr ibase, Expr pbase) {
+    auto put = [&](Expr idx, Expr v) {
+      Expr cv = apply_chain(kb, chain, operands, v, idx);
+      if (!pbase) {
+        kb.store(dx, idx, cv);
+        return cv;
+      }
+      Expr named = kb.let("d", cv);
+      kb.store(dx, idx, named);
+      return named;
+    };
     if (tiled) {
       kb.loop("oh", g.ho, false, [&](Expr oh) {
         Expr row = kb.let("row", xbase + oh * i64c(g.k0 * g.w));
@@ -320,18 +331,30 @@ size_t lower_pool_backward_chain(LowerCtx& ctx, const std::vector<const ir::Node
           Expr col = kb.let("col", row + ow * i64c(g.k1));
           Expr best = kb.let("bi", kb.load(ip, ibase + ow));
           Expr grad = kb.let("grad", kb.load(dy, ybase + oh * i64c(g.wo) + ow));
+          Expr sum;
           for (int64_t r = 0, t = 0; r < g.k0; ++r)
-            for (int64_t q = 0; q < g.k1; ++q, ++t)
-              put(col + i64c(r * g.w + q), select(eq(best, f32c(static_cast<double>(t))), grad, f32c(0)));
+            for (int64_t q = 0; q < g.k1; ++q, ++t) {
+              Expr v = put(col + i64c(r * g.w + q), select(eq(best, f32c(static_cast<double>(t))), grad, f32c(0)));
+              sum = sum ? sum + v : v;
+            }
+          if (pbase) kb.accumulate(pp, pbase + ow, sum);
         });
         // Columns right of the last window.
         if (g.w > g.wo * g.k1)
           kb.loop("r", g.k0, false, [&](Expr r) {
-            kb.loop("cx", i64c(g.wo * g.k1), i64c(g.w), false, [&](Expr cx) { put(row + r * i64c(g.w) + cx, f32c(0)); });
+            kb.loop("cx", i64c(g.wo * g.k1), i64c(g.w), false, [&](Expr cx) {
+              Expr v = put(row + r * i64c(g.w) + cx, f32c(0));
+              if (pbase) kb.accumulate(pp, pbase + cx, v);
+            });
           });
       });
       if (g.h > g.ho * g.k0)  // rows below the last window
-        kb.loop("i", i64c(g.ho * g.k0 * g.w), i64c(plane), false, [&](Expr i) { put(xbase + i, f32c(0)); });
+        kb.loop("ih", i64c(g.ho * g.k0), i64c(g.h), false, [&](Expr ih) {
+          kb.loop("iw", g.w, false, [&](Expr iw) {
+            Expr v = put(xbase + ih * i64c(g.w) + iw, f32c(0));
+            if (pbase) kb.accumulate(pp, pbase + iw, v);
+          });
+        });
     } else {
       // Overlapping or padded windows: zero the plane, add each window's gradient at its
       // maximum, then the chain in place.
@@ -352,7 +375,7 @@ size_t lower_pool_backward_chain(LowerCtx& ctx, const std::vector<const ir::Node
   bool par = ctx.parallel(product(xs));
   if (!bsum) {
     kb.loop("bc", b * c, par && b * c > 1, [&](Expr bc) {
-      plane_body(kb.let("xbase", bc * i64c(plane)), kb.let("ybase", bc * i64c(g.ho * g.wo)), bc * i64c(g.wo));
+      plane_body(kb.let("xbase", bc * i64c(plane)), kb.let("ybase", bc * i64c(g.ho * g.wo)), bc * i64c(g.wo), Expr());
     });
   } else {
     // Channels over the threads, images inside: the bias gradient of a channel is summed per
@@ -363,11 +386,12 @@ size_t lower_pool_backward_chain(LowerCtx& ctx, const std::vector<const ir::Node
       kb.loop("b", b, false, [&](Expr bv) {
         Expr bc = kb.let("bc", bv * i64c(c) + ch);
         Expr xbase = kb.let("xbase", bc * i64c(plane));
-        plane_body(xbase, kb.let("ybase", bc * i64c(g.ho * g.wo)), ch * i64c(g.wo));
-        kb.loop("ih", g.h, false, [&](Expr ih) {
-          Expr row = kb.let("srow", xbase + ih * i64c(g.w));
-          kb.loop("iw", g.w, false, [&](Expr iw) { kb.accumulate(pp, pbase + iw, kb.load(dx, row + iw)); });
-        });
+        plane_body(xbase, kb.let("ybase", bc * i64c(g.ho * g.wo)), ch * i64c(g.wo), tiled ? pbase : Expr());
+        if (!tiled)  // the scatter path: sum the finished plane per column
+          kb.loop("ih", g.h, false, [&](Expr ih) {
+            Expr row = kb.let("srow", xbase + ih * i64c(g.w));
+            kb.loop("iw", g.w, false, [&](Expr iw) { kb.accumulate(pp, pbase + iw, kb.load(dx, row + iw)); });
+          });
       });
       Expr acc = kb.let("acc", f32c(0));
       kb.loop("j", g.w, false, [&](Expr jv) { kb.assign(acc, acc + kb.load(pp, pbase + jv)); });

@@ -96,333 +96,336 @@ static void dnnc_sgemm_split_k(bool ta, bool tb, i64 m, i64 n, i64 k, float alph
   __builtin_free(part);
 }
 
+static inline void k0_conv2d_pool_p0(i64 bq, const float* __restrict__ in_image, const float* __restrict__ p_conv1_weight, const float* __restrict__ p_conv1_bias, float* __restrict__ v_1, float* __restrict__ v_h) {
+  i64 b = (bq / 4);
+  i64 o0 = ((bq % 4) * 4);
+  i64 xbase = ((b * 3) * 1024);
+  i64 ybase = (((b * 16) + o0) * 900);
+  i64 wbase = (o0 * 27);
+  float w = p_conv1_weight[wbase];
+  float w1 = p_conv1_weight[(wbase + 1)];
+  float w2 = p_conv1_weight[(wbase + 2)];
+  float w3 = p_conv1_weight[(wbase + 3)];
+  float w4 = p_conv1_weight[(wbase + 4)];
+  float w5 = p_conv1_weight[(wbase + 5)];
+  float w6 = p_conv1_weight[(wbase + 6)];
+  float w7 = p_conv1_weight[(wbase + 7)];
+  float w8 = p_conv1_weight[(wbase + 8)];
+  float w9 = p_conv1_weight[(wbase + 9)];
+  float w10 = p_conv1_weight[(wbase + 10)];
+  float w11 = p_conv1_weight[(wbase + 11)];
+  float w12 = p_conv1_weight[(wbase + 12)];
+  float w13 = p_conv1_weight[(wbase + 13)];
+  float w14 = p_conv1_weight[(wbase + 14)];
+  float w15 = p_conv1_weight[(wbase + 15)];
+  float w16 = p_conv1_weight[(wbase + 16)];
+  float w17 = p_conv1_weight[(wbase + 17)];
+  float w18 = p_conv1_weight[(wbase + 18)];
+  float w19 = p_conv1_weight[(wbase + 19)];
+  float w20 = p_conv1_weight[(wbase + 20)];
+  float w21 = p_conv1_weight[(wbase + 21)];
+  float w22 = p_conv1_weight[(wbase + 22)];
+  float w23 = p_conv1_weight[(wbase + 23)];
+  float w24 = p_conv1_weight[(wbase + 24)];
+  float w25 = p_conv1_weight[(wbase + 25)];
+  float w26 = p_conv1_weight[(wbase + 26)];
+  float bias = p_conv1_bias[o0];
+  i64 wbase1 = ((o0 + 1) * 27);
+  float w27 = p_conv1_weight[wbase1];
+  float w28 = p_conv1_weight[(wbase1 + 1)];
+  float w29 = p_conv1_weight[(wbase1 + 2)];
+  float w30 = p_conv1_weight[(wbase1 + 3)];
+  float w31 = p_conv1_weight[(wbase1 + 4)];
+  float w32 = p_conv1_weight[(wbase1 + 5)];
+  float w33 = p_conv1_weight[(wbase1 + 6)];
+  float w34 = p_conv1_weight[(wbase1 + 7)];
+  float w35 = p_conv1_weight[(wbase1 + 8)];
+  float w36 = p_conv1_weight[(wbase1 + 9)];
+  float w37 = p_conv1_weight[(wbase1 + 10)];
+  float w38 = p_conv1_weight[(wbase1 + 11)];
+  float w39 = p_conv1_weight[(wbase1 + 12)];
+  float w40 = p_conv1_weight[(wbase1 + 13)];
+  float w41 = p_conv1_weight[(wbase1 + 14)];
+  float w42 = p_conv1_weight[(wbase1 + 15)];
+  float w43 = p_conv1_weight[(wbase1 + 16)];
+  float w44 = p_conv1_weight[(wbase1 + 17)];
+  float w45 = p_conv1_weight[(wbase1 + 18)];
+  float w46 = p_conv1_weight[(wbase1 + 19)];
+  float w47 = p_conv1_weight[(wbase1 + 20)];
+  float w48 = p_conv1_weight[(wbase1 + 21)];
+  float w49 = p_conv1_weight[(wbase1 + 22)];
+  float w50 = p_conv1_weight[(wbase1 + 23)];
+  float w51 = p_conv1_weight[(wbase1 + 24)];
+  float w52 = p_conv1_weight[(wbase1 + 25)];
+  float w53 = p_conv1_weight[(wbase1 + 26)];
+  float bias1 = p_conv1_bias[(o0 + 1)];
+  i64 wbase2 = ((o0 + 2) * 27);
+  float w54 = p_conv1_weight[wbase2];
+  float w55 = p_conv1_weight[(wbase2 + 1)];
+  float w56 = p_conv1_weight[(wbase2 + 2)];
+  float w57 = p_conv1_weight[(wbase2 + 3)];
+  float w58 = p_conv1_weight[(wbase2 + 4)];
+  float w59 = p_conv1_weight[(wbase2 + 5)];
+  float w60 = p_conv1_weight[(wbase2 + 6)];
+  float w61 = p_conv1_weight[(wbase2 + 7)];
+  float w62 = p_conv1_weight[(wbase2 + 8)];
+  float w63 = p_conv1_weight[(wbase2 + 9)];
+  float w64 = p_conv1_weight[(wbase2 + 10)];
+  float w65 = p_conv1_weight[(wbase2 + 11)];
+  float w66 = p_conv1_weight[(wbase2 + 12)];
+  float w67 = p_conv1_weight[(wbase2 + 13)];
+  float w68 = p_conv1_weight[(wbase2 + 14)];
+  float w69 = p_conv1_weight[(wbase2 + 15)];
+  float w70 = p_conv1_weight[(wbase2 + 16)];
+  float w71 = p_conv1_weight[(wbase2 + 17)];
+  float w72 = p_conv1_weight[(wbase2 + 18)];
+  float w73 = p_conv1_weight[(wbase2 + 19)];
+  float w74 = p_conv1_weight[(wbase2 + 20)];
+  float w75 = p_conv1_weight[(wbase2 + 21)];
+  float w76 = p_conv1_weight[(wbase2 + 22)];
+  float w77 = p_conv1_weight[(wbase2 + 23)];
+  float w78 = p_conv1_weight[(wbase2 + 24)];
+  float w79 = p_conv1_weight[(wbase2 + 25)];
+  float w80 = p_conv1_weight[(wbase2 + 26)];
+  float bias2 = p_conv1_bias[(o0 + 2)];
+  i64 wbase3 = ((o0 + 3) * 27);
+  float w81 = p_conv1_weight[wbase3];
+  float w82 = p_conv1_weight[(wbase3 + 1)];
+  float w83 = p_conv1_weight[(wbase3 + 2)];
+  float w84 = p_conv1_weight[(wbase3 + 3)];
+  float w85 = p_conv1_weight[(wbase3 + 4)];
+  float w86 = p_conv1_weight[(wbase3 + 5)];
+  float w87 = p_conv1_weight[(wbase3 + 6)];
+  float w88 = p_conv1_weight[(wbase3 + 7)];
+  float w89 = p_conv1_weight[(wbase3 + 8)];
+  float w90 = p_conv1_weight[(wbase3 + 9)];
+  float w91 = p_conv1_weight[(wbase3 + 10)];
+  float w92 = p_conv1_weight[(wbase3 + 11)];
+  float w93 = p_conv1_weight[(wbase3 + 12)];
+  float w94 = p_conv1_weight[(wbase3 + 13)];
+  float w95 = p_conv1_weight[(wbase3 + 14)];
+  float w96 = p_conv1_weight[(wbase3 + 15)];
+  float w97 = p_conv1_weight[(wbase3 + 16)];
+  float w98 = p_conv1_weight[(wbase3 + 17)];
+  float w99 = p_conv1_weight[(wbase3 + 18)];
+  float w100 = p_conv1_weight[(wbase3 + 19)];
+  float w101 = p_conv1_weight[(wbase3 + 20)];
+  float w102 = p_conv1_weight[(wbase3 + 21)];
+  float w103 = p_conv1_weight[(wbase3 + 22)];
+  float w104 = p_conv1_weight[(wbase3 + 23)];
+  float w105 = p_conv1_weight[(wbase3 + 24)];
+  float w106 = p_conv1_weight[(wbase3 + 25)];
+  float w107 = p_conv1_weight[(wbase3 + 26)];
+  float bias3 = p_conv1_bias[(o0 + 3)];
+  for (i64 oh = 0; oh < 30; ++oh) {
+    i64 row = (xbase + (oh * 32));
+    i64 yrow = (ybase + (oh * 30));
+    for (i64 owc = 0; owc < 2; ++owc) {
+      i64 ow_lo = (owc * 16);
+      i64 ow0 = (14 < ow_lo ? 14 : ow_lo);
+      for (i64 ow = ow0; ow < (ow0 + 16); ++ow) {
+        float x = in_image[(row + ow)];
+        float acc = (bias + (w * x));
+        float acc1 = (bias1 + (w27 * x));
+        float acc2 = (bias2 + (w54 * x));
+        float acc3 = (bias3 + (w81 * x));
+        float x1 = in_image[((row + ow) + 1)];
+        float acc4 = (acc + (w1 * x1));
+        float acc5 = (acc1 + (w28 * x1));
+        float acc6 = (acc2 + (w55 * x1));
+        float acc7 = (acc3 + (w82 * x1));
+        float x2 = in_image[((row + ow) + 2)];
+        float acc8 = (acc4 + (w2 * x2));
+        float acc9 = (acc5 + (w29 * x2));
+        float acc10 = (acc6 + (w56 * x2));
+        float acc11 = (acc7 + (w83 * x2));
+        float x3 = in_image[((row + ow) + 32)];
+        float acc12 = (acc8 + (w3 * x3));
+        float acc13 = (acc9 + (w30 * x3));
+        float acc14 = (acc10 + (w57 * x3));
+        float acc15 = (acc11 + (w84 * x3));
+        float x4 = in_image[((row + ow) + 33)];
+        float acc16 = (acc12 + (w4 * x4));
+        float acc17 = (acc13 + (w31 * x4));
+        float acc18 = (acc14 + (w58 * x4));
+        float acc19 = (acc15 + (w85 * x4));
+        float x5 = in_image[((row + ow) + 34)];
+        float acc20 = (acc16 + (w5 * x5));
+        float acc21 = (acc17 + (w32 * x5));
+        float acc22 = (acc18 + (w59 * x5));
+        float acc23 = (acc19 + (w86 * x5));
+        float x6 = in_image[((row + ow) + 64)];
+        float acc24 = (acc20 + (w6 * x6));
+        float acc25 = (acc21 + (w33 * x6));
+        float acc26 = (acc22 + (w60 * x6));
+        float acc27 = (acc23 + (w87 * x6));
+        float x7 = in_image[((row + ow) + 65)];
+        float acc28 = (acc24 + (w7 * x7));
+        float acc29 = (acc25 + (w34 * x7));
+        float acc30 = (acc26 + (w61 * x7));
+        float acc31 = (acc27 + (w88 * x7));
+        float x8 = in_image[((row + ow) + 66)];
+        float acc32 = (acc28 + (w8 * x8));
+        float acc33 = (acc29 + (w35 * x8));
+        float acc34 = (acc30 + (w62 * x8));
+        float acc35 = (acc31 + (w89 * x8));
+        float x9 = in_image[((row + ow) + 1024)];
+        float acc36 = (acc32 + (w9 * x9));
+        float acc37 = (acc33 + (w36 * x9));
+        float acc38 = (acc34 + (w63 * x9));
+        float acc39 = (acc35 + (w90 * x9));
+        float x10 = in_image[((row + ow) + 1025)];
+        float acc40 = (acc36 + (w10 * x10));
+        float acc41 = (acc37 + (w37 * x10));
+        float acc42 = (acc38 + (w64 * x10));
+        float acc43 = (acc39 + (w91 * x10));
+        float x11 = in_image[((row + ow) + 1026)];
+        float acc44 = (acc40 + (w11 * x11));
+        float acc45 = (acc41 + (w38 * x11));
+        float acc46 = (acc42 + (w65 * x11));
+        float acc47 = (acc43 + (w92 * x11));
+        float x12 = in_image[((row + ow) + 1056)];
+        float acc48 = (acc44 + (w12 * x12));
+        float acc49 = (acc45 + (w39 * x12));
+        float acc50 = (acc46 + (w66 * x12));
+        float acc51 = (acc47 + (w93 * x12));
+        float x13 = in_image[((row + ow) + 1057)];
+        float acc52 = (acc48 + (w13 * x13));
+        float acc53 = (acc49 + (w40 * x13));
+        float acc54 = (acc50 + (w67 * x13));
+        float acc55 = (acc51 + (w94 * x13));
+        float x14 = in_image[((row + ow) + 1058)];
+        float acc56 = (acc52 + (w14 * x14));
+        float acc57 = (acc53 + (w41 * x14));
+        float acc58 = (acc54 + (w68 * x14));
+        float acc59 = (acc55 + (w95 * x14));
+        float x15 = in_image[((row + ow) + 1088)];
+        float acc60 = (acc56 + (w15 * x15));
+        float acc61 = (acc57 + (w42 * x15));
+        float acc62 = (acc58 + (w69 * x15));
+        float acc63 = (acc59 + (w96 * x15));
+        float x16 = in_image[((row + ow) + 1089)];
+        float acc64 = (acc60 + (w16 * x16));
+        float acc65 = (acc61 + (w43 * x16));
+        float acc66 = (acc62 + (w70 * x16));
+        float acc67 = (acc63 + (w97 * x16));
+        float x17 = in_image[((row + ow) + 1090)];
+        float acc68 = (acc64 + (w17 * x17));
+        float acc69 = (acc65 + (w44 * x17));
+        float acc70 = (acc66 + (w71 * x17));
+        float acc71 = (acc67 + (w98 * x17));
+        float x18 = in_image[((row + ow) + 2048)];
+        float acc72 = (acc68 + (w18 * x18));
+        float acc73 = (acc69 + (w45 * x18));
+        float acc74 = (acc70 + (w72 * x18));
+        float acc75 = (acc71 + (w99 * x18));
+        float x19 = in_image[((row + ow) + 2049)];
+        float acc76 = (acc72 + (w19 * x19));
+        float acc77 = (acc73 + (w46 * x19));
+        float acc78 = (acc74 + (w73 * x19));
+        float acc79 = (acc75 + (w100 * x19));
+        float x20 = in_image[((row + ow) + 2050)];
+        float acc80 = (acc76 + (w20 * x20));
+        float acc81 = (acc77 + (w47 * x20));
+        float acc82 = (acc78 + (w74 * x20));
+        float acc83 = (acc79 + (w101 * x20));
+        float x21 = in_image[((row + ow) + 2080)];
+        float acc84 = (acc80 + (w21 * x21));
+        float acc85 = (acc81 + (w48 * x21));
+        float acc86 = (acc82 + (w75 * x21));
+        float acc87 = (acc83 + (w102 * x21));
+        float x22 = in_image[((row + ow) + 2081)];
+        float acc88 = (acc84 + (w22 * x22));
+        float acc89 = (acc85 + (w49 * x22));
+        float acc90 = (acc86 + (w76 * x22));
+        float acc91 = (acc87 + (w103 * x22));
+        float x23 = in_image[((row + ow) + 2082)];
+        float acc92 = (acc88 + (w23 * x23));
+        float acc93 = (acc89 + (w50 * x23));
+        float acc94 = (acc90 + (w77 * x23));
+        float acc95 = (acc91 + (w104 * x23));
+        float x24 = in_image[((row + ow) + 2112)];
+        float acc96 = (acc92 + (w24 * x24));
+        float acc97 = (acc93 + (w51 * x24));
+        float acc98 = (acc94 + (w78 * x24));
+        float acc99 = (acc95 + (w105 * x24));
+        float x25 = in_image[((row + ow) + 2113)];
+        float acc100 = (acc96 + (w25 * x25));
+        float acc101 = (acc97 + (w52 * x25));
+        float acc102 = (acc98 + (w79 * x25));
+        float acc103 = (acc99 + (w106 * x25));
+        float x26 = in_image[((row + ow) + 2114)];
+        float acc104 = (acc100 + (w26 * x26));
+        float acc105 = (acc101 + (w53 * x26));
+        float acc106 = (acc102 + (w80 * x26));
+        float acc107 = (acc103 + (w107 * x26));
+        v_1[(yrow + ow)] = ((acc104 > 0x0p+0f) ? acc104 : 0x0p+0f);
+        v_1[((yrow + 900) + ow)] = ((acc105 > 0x0p+0f) ? acc105 : 0x0p+0f);
+        v_1[((yrow + 1800) + ow)] = ((acc106 > 0x0p+0f) ? acc106 : 0x0p+0f);
+        v_1[((yrow + 2700) + ow)] = ((acc107 > 0x0p+0f) ? acc107 : 0x0p+0f);
+      }
+    }
+  }
+  for (i64 ph = 0; ph < 15; ++ph) {
+    i64 prow = (ybase + (ph * 60));
+    for (i64 pw = 0; pw < 15; ++pw) {
+      float v = v_1[(prow + (pw * 2))];
+      float v1 = v_1[((prow + (pw * 2)) + 1)];
+      float m = (((v1 > v) || __builtin_isnan(v1)) ? v1 : v);
+      float v2 = v_1[((prow + (pw * 2)) + 30)];
+      float m1 = (((v2 > m) || __builtin_isnan(v2)) ? v2 : m);
+      float v3 = v_1[((prow + (pw * 2)) + 31)];
+      float m2 = (((v3 > m1) || __builtin_isnan(v3)) ? v3 : m1);
+      v_h[(((((b * 16) + o0) * 225) + (ph * 15)) + pw)] = m2;
+    }
+  }
+  for (i64 ph1 = 0; ph1 < 15; ++ph1) {
+    i64 prow1 = ((ybase + 900) + (ph1 * 60));
+    for (i64 pw1 = 0; pw1 < 15; ++pw1) {
+      float v4 = v_1[(prow1 + (pw1 * 2))];
+      float v5 = v_1[((prow1 + (pw1 * 2)) + 1)];
+      float m3 = (((v5 > v4) || __builtin_isnan(v5)) ? v5 : v4);
+      float v6 = v_1[((prow1 + (pw1 * 2)) + 30)];
+      float m4 = (((v6 > m3) || __builtin_isnan(v6)) ? v6 : m3);
+      float v7 = v_1[((prow1 + (pw1 * 2)) + 31)];
+      float m5 = (((v7 > m4) || __builtin_isnan(v7)) ? v7 : m4);
+      v_h[((((((b * 16) + o0) + 1) * 225) + (ph1 * 15)) + pw1)] = m5;
+    }
+  }
+  for (i64 ph2 = 0; ph2 < 15; ++ph2) {
+    i64 prow2 = ((ybase + 1800) + (ph2 * 60));
+    for (i64 pw2 = 0; pw2 < 15; ++pw2) {
+      float v8 = v_1[(prow2 + (pw2 * 2))];
+      float v9 = v_1[((prow2 + (pw2 * 2)) + 1)];
+      float m6 = (((v9 > v8) || __builtin_isnan(v9)) ? v9 : v8);
+      float v10 = v_1[((prow2 + (pw2 * 2)) + 30)];
+      float m7 = (((v10 > m6) || __builtin_isnan(v10)) ? v10 : m6);
+      float v11 = v_1[((prow2 + (pw2 * 2)) + 31)];
+      float m8 = (((v11 > m7) || __builtin_isnan(v11)) ? v11 : m7);
+      v_h[((((((b * 16) + o0) + 2) * 225) + (ph2 * 15)) + pw2)] = m8;
+    }
+  }
+  for (i64 ph3 = 0; ph3 < 15; ++ph3) {
+    i64 prow3 = ((ybase + 2700) + (ph3 * 60));
+    for (i64 pw3 = 0; pw3 < 15; ++pw3) {
+      float v12 = v_1[(prow3 + (pw3 * 2))];
+      float v13 = v_1[((prow3 + (pw3 * 2)) + 1)];
+      float m9 = (((v13 > v12) || __builtin_isnan(v13)) ? v13 : v12);
+      float v14 = v_1[((prow3 + (pw3 * 2)) + 30)];
+      float m10 = (((v14 > m9) || __builtin_isnan(v14)) ? v14 : m9);
+      float v15 = v_1[((prow3 + (pw3 * 2)) + 31)];
+      float m11 = (((v15 > m10) || __builtin_isnan(v15)) ? v15 : m10);
+      v_h[((((((b * 16) + o0) + 3) * 225) + (ph3 * 15)) + pw3)] = m11;
+    }
+  }
+}
 // %0 = conv2d(%image, @conv1.weight, @conv1.bias) {dilation=[1,1], groups=1, padding=[0,0], stride=[1,1]}
 // %1 = relu(%0)
 // %h = maxpool2d(%1) {kernel=[2,2], padding=[0,0], stride=[]}
 static int k0_conv2d_pool(const float* __restrict__ in_image, const float* __restrict__ p_conv1_weight, const float* __restrict__ p_conv1_bias, float* __restrict__ v_1, float* __restrict__ v_h) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 bq = 0; bq < 16; ++bq) {
-    i64 b = (bq / 4);
-    i64 o0 = ((bq % 4) * 4);
-    i64 xbase = ((b * 3) * 1024);
-    i64 ybase = (((b * 16) + o0) * 900);
-    i64 wbase = (o0 * 27);
-    float w = p_conv1_weight[wbase];
-    float w1 = p_conv1_weight[(wbase + 1)];
-    float w2 = p_conv1_weight[(wbase + 2)];
-    float w3 = p_conv1_weight[(wbase + 3)];
-    float w4 = p_conv1_weight[(wbase + 4)];
-    float w5 = p_conv1_weight[(wbase + 5)];
-    float w6 = p_conv1_weight[(wbase + 6)];
-    float w7 = p_conv1_weight[(wbase + 7)];
-    float w8 = p_conv1_weight[(wbase + 8)];
-    float w9 = p_conv1_weight[(wbase + 9)];
-    float w10 = p_conv1_weight[(wbase + 10)];
-    float w11 = p_conv1_weight[(wbase + 11)];
-    float w12 = p_conv1_weight[(wbase + 12)];
-    float w13 = p_conv1_weight[(wbase + 13)];
-    float w14 = p_conv1_weight[(wbase + 14)];
-    float w15 = p_conv1_weight[(wbase + 15)];
-    float w16 = p_conv1_weight[(wbase + 16)];
-    float w17 = p_conv1_weight[(wbase + 17)];
-    float w18 = p_conv1_weight[(wbase + 18)];
-    float w19 = p_conv1_weight[(wbase + 19)];
-    float w20 = p_conv1_weight[(wbase + 20)];
-    float w21 = p_conv1_weight[(wbase + 21)];
-    float w22 = p_conv1_weight[(wbase + 22)];
-    float w23 = p_conv1_weight[(wbase + 23)];
-    float w24 = p_conv1_weight[(wbase + 24)];
-    float w25 = p_conv1_weight[(wbase + 25)];
-    float w26 = p_conv1_weight[(wbase + 26)];
-    float bias = p_conv1_bias[o0];
-    i64 wbase1 = ((o0 + 1) * 27);
-    float w27 = p_conv1_weight[wbase1];
-    float w28 = p_conv1_weight[(wbase1 + 1)];
-    float w29 = p_conv1_weight[(wbase1 + 2)];
-    float w30 = p_conv1_weight[(wbase1 + 3)];
-    float w31 = p_conv1_weight[(wbase1 + 4)];
-    float w32 = p_conv1_weight[(wbase1 + 5)];
-    float w33 = p_conv1_weight[(wbase1 + 6)];
-    float w34 = p_conv1_weight[(wbase1 + 7)];
-    float w35 = p_conv1_weight[(wbase1 + 8)];
-    float w36 = p_conv1_weight[(wbase1 + 9)];
-    float w37 = p_conv1_weight[(wbase1 + 10)];
-    float w38 = p_conv1_weight[(wbase1 + 11)];
-    float w39 = p_conv1_weight[(wbase1 + 12)];
-    float w40 = p_conv1_weight[(wbase1 + 13)];
-    float w41 = p_conv1_weight[(wbase1 + 14)];
-    float w42 = p_conv1_weight[(wbase1 + 15)];
-    float w43 = p_conv1_weight[(wbase1 + 16)];
-    float w44 = p_conv1_weight[(wbase1 + 17)];
-    float w45 = p_conv1_weight[(wbase1 + 18)];
-    float w46 = p_conv1_weight[(wbase1 + 19)];
-    float w47 = p_conv1_weight[(wbase1 + 20)];
-    float w48 = p_conv1_weight[(wbase1 + 21)];
-    float w49 = p_conv1_weight[(wbase1 + 22)];
-    float w50 = p_conv1_weight[(wbase1 + 23)];
-    float w51 = p_conv1_weight[(wbase1 + 24)];
-    float w52 = p_conv1_weight[(wbase1 + 25)];
-    float w53 = p_conv1_weight[(wbase1 + 26)];
-    float bias1 = p_conv1_bias[(o0 + 1)];
-    i64 wbase2 = ((o0 + 2) * 27);
-    float w54 = p_conv1_weight[wbase2];
-    float w55 = p_conv1_weight[(wbase2 + 1)];
-    float w56 = p_conv1_weight[(wbase2 + 2)];
-    float w57 = p_conv1_weight[(wbase2 + 3)];
-    float w58 = p_conv1_weight[(wbase2 + 4)];
-    float w59 = p_conv1_weight[(wbase2 + 5)];
-    float w60 = p_conv1_weight[(wbase2 + 6)];
-    float w61 = p_conv1_weight[(wbase2 + 7)];
-    float w62 = p_conv1_weight[(wbase2 + 8)];
-    float w63 = p_conv1_weight[(wbase2 + 9)];
-    float w64 = p_conv1_weight[(wbase2 + 10)];
-    float w65 = p_conv1_weight[(wbase2 + 11)];
-    float w66 = p_conv1_weight[(wbase2 + 12)];
-    float w67 = p_conv1_weight[(wbase2 + 13)];
-    float w68 = p_conv1_weight[(wbase2 + 14)];
-    float w69 = p_conv1_weight[(wbase2 + 15)];
-    float w70 = p_conv1_weight[(wbase2 + 16)];
-    float w71 = p_conv1_weight[(wbase2 + 17)];
-    float w72 = p_conv1_weight[(wbase2 + 18)];
-    float w73 = p_conv1_weight[(wbase2 + 19)];
-    float w74 = p_conv1_weight[(wbase2 + 20)];
-    float w75 = p_conv1_weight[(wbase2 + 21)];
-    float w76 = p_conv1_weight[(wbase2 + 22)];
-    float w77 = p_conv1_weight[(wbase2 + 23)];
-    float w78 = p_conv1_weight[(wbase2 + 24)];
-    float w79 = p_conv1_weight[(wbase2 + 25)];
-    float w80 = p_conv1_weight[(wbase2 + 26)];
-    float bias2 = p_conv1_bias[(o0 + 2)];
-    i64 wbase3 = ((o0 + 3) * 27);
-    float w81 = p_conv1_weight[wbase3];
-    float w82 = p_conv1_weight[(wbase3 + 1)];
-    float w83 = p_conv1_weight[(wbase3 + 2)];
-    float w84 = p_conv1_weight[(wbase3 + 3)];
-    float w85 = p_conv1_weight[(wbase3 + 4)];
-    float w86 = p_conv1_weight[(wbase3 + 5)];
-    float w87 = p_conv1_weight[(wbase3 + 6)];
-    float w88 = p_conv1_weight[(wbase3 + 7)];
-    float w89 = p_conv1_weight[(wbase3 + 8)];
-    float w90 = p_conv1_weight[(wbase3 + 9)];
-    float w91 = p_conv1_weight[(wbase3 + 10)];
-    float w92 = p_conv1_weight[(wbase3 + 11)];
-    float w93 = p_conv1_weight[(wbase3 + 12)];
-    float w94 = p_conv1_weight[(wbase3 + 13)];
-    float w95 = p_conv1_weight[(wbase3 + 14)];
-    float w96 = p_conv1_weight[(wbase3 + 15)];
-    float w97 = p_conv1_weight[(wbase3 + 16)];
-    float w98 = p_conv1_weight[(wbase3 + 17)];
-    float w99 = p_conv1_weight[(wbase3 + 18)];
-    float w100 = p_conv1_weight[(wbase3 + 19)];
-    float w101 = p_conv1_weight[(wbase3 + 20)];
-    float w102 = p_conv1_weight[(wbase3 + 21)];
-    float w103 = p_conv1_weight[(wbase3 + 22)];
-    float w104 = p_conv1_weight[(wbase3 + 23)];
-    float w105 = p_conv1_weight[(wbase3 + 24)];
-    float w106 = p_conv1_weight[(wbase3 + 25)];
-    float w107 = p_conv1_weight[(wbase3 + 26)];
-    float bias3 = p_conv1_bias[(o0 + 3)];
-    for (i64 oh = 0; oh < 30; ++oh) {
-      i64 row = (xbase + (oh * 32));
-      i64 yrow = (ybase + (oh * 30));
-      for (i64 owc = 0; owc < 2; ++owc) {
-        i64 ow_lo = (owc * 16);
-        i64 ow0 = (14 < ow_lo ? 14 : ow_lo);
-        for (i64 ow = ow0; ow < (ow0 + 16); ++ow) {
-          float x = in_image[(row + ow)];
-          float acc = (bias + (w * x));
-          float acc1 = (bias1 + (w27 * x));
-          float acc2 = (bias2 + (w54 * x));
-          float acc3 = (bias3 + (w81 * x));
-          float x1 = in_image[((row + ow) + 1)];
-          float acc4 = (acc + (w1 * x1));
-          float acc5 = (acc1 + (w28 * x1));
-          float acc6 = (acc2 + (w55 * x1));
-          float acc7 = (acc3 + (w82 * x1));
-          float x2 = in_image[((row + ow) + 2)];
-          float acc8 = (acc4 + (w2 * x2));
-          float acc9 = (acc5 + (w29 * x2));
-          float acc10 = (acc6 + (w56 * x2));
-          float acc11 = (acc7 + (w83 * x2));
-          float x3 = in_image[((row + ow) + 32)];
-          float acc12 = (acc8 + (w3 * x3));
-          float acc13 = (acc9 + (w30 * x3));
-          float acc14 = (acc10 + (w57 * x3));
-          float acc15 = (acc11 + (w84 * x3));
-          float x4 = in_image[((row + ow) + 33)];
-          float acc16 = (acc12 + (w4 * x4));
-          float acc17 = (acc13 + (w31 * x4));
-          float acc18 = (acc14 + (w58 * x4));
-          float acc19 = (acc15 + (w85 * x4));
-          float x5 = in_image[((row + ow) + 34)];
-          float acc20 = (acc16 + (w5 * x5));
-          float acc21 = (acc17 + (w32 * x5));
-          float acc22 = (acc18 + (w59 * x5));
-          float acc23 = (acc19 + (w86 * x5));
-          float x6 = in_image[((row + ow) + 64)];
-          float acc24 = (acc20 + (w6 * x6));
-          float acc25 = (acc21 + (w33 * x6));
-          float acc26 = (acc22 + (w60 * x6));
-          float acc27 = (acc23 + (w87 * x6));
-          float x7 = in_image[((row + ow) + 65)];
-          float acc28 = (acc24 + (w7 * x7));
-          float acc29 = (acc25 + (w34 * x7));
-          float acc30 = (acc26 + (w61 * x7));
-          float acc31 = (acc27 + (w88 * x7));
-          float x8 = in_image[((row + ow) + 66)];
-          float acc32 = (acc28 + (w8 * x8));
-          float acc33 = (acc29 + (w35 * x8));
-          float acc34 = (acc30 + (w62 * x8));
-          float acc35 = (acc31 + (w89 * x8));
-          float x9 = in_image[((row + ow) + 1024)];
-          float acc36 = (acc32 + (w9 * x9));
-          float acc37 = (acc33 + (w36 * x9));
-          float acc38 = (acc34 + (w63 * x9));
-          float acc39 = (acc35 + (w90 * x9));
-          float x10 = in_image[((row + ow) + 1025)];
-          float acc40 = (acc36 + (w10 * x10));
-          float acc41 = (acc37 + (w37 * x10));
-          float acc42 = (acc38 + (w64 * x10));
-          float acc43 = (acc39 + (w91 * x10));
-          float x11 = in_image[((row + ow) + 1026)];
-          float acc44 = (acc40 + (w11 * x11));
-          float acc45 = (acc41 + (w38 * x11));
-          float acc46 = (acc42 + (w65 * x11));
-          float acc47 = (acc43 + (w92 * x11));
-          float x12 = in_image[((row + ow) + 1056)];
-          float acc48 = (acc44 + (w12 * x12));
-          float acc49 = (acc45 + (w39 * x12));
-          float acc50 = (acc46 + (w66 * x12));
-          float acc51 = (acc47 + (w93 * x12));
-          float x13 = in_image[((row + ow) + 1057)];
-          float acc52 = (acc48 + (w13 * x13));
-          float acc53 = (acc49 + (w40 * x13));
-          float acc54 = (acc50 + (w67 * x13));
-          float acc55 = (acc51 + (w94 * x13));
-          float x14 = in_image[((row + ow) + 1058)];
-          float acc56 = (acc52 + (w14 * x14));
-          float acc57 = (acc53 + (w41 * x14));
-          float acc58 = (acc54 + (w68 * x14));
-          float acc59 = (acc55 + (w95 * x14));
-          float x15 = in_image[((row + ow) + 1088)];
-          float acc60 = (acc56 + (w15 * x15));
-          float acc61 = (acc57 + (w42 * x15));
-          float acc62 = (acc58 + (w69 * x15));
-          float acc63 = (acc59 + (w96 * x15));
-          float x16 = in_image[((row + ow) + 1089)];
-          float acc64 = (acc60 + (w16 * x16));
-          float acc65 = (acc61 + (w43 * x16));
-          float acc66 = (acc62 + (w70 * x16));
-          float acc67 = (acc63 + (w97 * x16));
-          float x17 = in_image[((row + ow) + 1090)];
-          float acc68 = (acc64 + (w17 * x17));
-          float acc69 = (acc65 + (w44 * x17));
-          float acc70 = (acc66 + (w71 * x17));
-          float acc71 = (acc67 + (w98 * x17));
-          float x18 = in_image[((row + ow) + 2048)];
-          float acc72 = (acc68 + (w18 * x18));
-          float acc73 = (acc69 + (w45 * x18));
-          float acc74 = (acc70 + (w72 * x18));
-          float acc75 = (acc71 + (w99 * x18));
-          float x19 = in_image[((row + ow) + 2049)];
-          float acc76 = (acc72 + (w19 * x19));
-          float acc77 = (acc73 + (w46 * x19));
-          float acc78 = (acc74 + (w73 * x19));
-          float acc79 = (acc75 + (w100 * x19));
-          float x20 = in_image[((row + ow) + 2050)];
-          float acc80 = (acc76 + (w20 * x20));
-          float acc81 = (acc77 + (w47 * x20));
-          float acc82 = (acc78 + (w74 * x20));
-          float acc83 = (acc79 + (w101 * x20));
-          float x21 = in_image[((row + ow) + 2080)];
-          float acc84 = (acc80 + (w21 * x21));
-          float acc85 = (acc81 + (w48 * x21));
-          float acc86 = (acc82 + (w75 * x21));
-          float acc87 = (acc83 + (w102 * x21));
-          float x22 = in_image[((row + ow) + 2081)];
-          float acc88 = (acc84 + (w22 * x22));
-          float acc89 = (acc85 + (w49 * x22));
-          float acc90 = (acc86 + (w76 * x22));
-          float acc91 = (acc87 + (w103 * x22));
-          float x23 = in_image[((row + ow) + 2082)];
-          float acc92 = (acc88 + (w23 * x23));
-          float acc93 = (acc89 + (w50 * x23));
-          float acc94 = (acc90 + (w77 * x23));
-          float acc95 = (acc91 + (w104 * x23));
-          float x24 = in_image[((row + ow) + 2112)];
-          float acc96 = (acc92 + (w24 * x24));
-          float acc97 = (acc93 + (w51 * x24));
-          float acc98 = (acc94 + (w78 * x24));
-          float acc99 = (acc95 + (w105 * x24));
-          float x25 = in_image[((row + ow) + 2113)];
-          float acc100 = (acc96 + (w25 * x25));
-          float acc101 = (acc97 + (w52 * x25));
-          float acc102 = (acc98 + (w79 * x25));
-          float acc103 = (acc99 + (w106 * x25));
-          float x26 = in_image[((row + ow) + 2114)];
-          float acc104 = (acc100 + (w26 * x26));
-          float acc105 = (acc101 + (w53 * x26));
-          float acc106 = (acc102 + (w80 * x26));
-          float acc107 = (acc103 + (w107 * x26));
-          v_1[(yrow + ow)] = ((acc104 > 0x0p+0f) ? acc104 : 0x0p+0f);
-          v_1[((yrow + 900) + ow)] = ((acc105 > 0x0p+0f) ? acc105 : 0x0p+0f);
-          v_1[((yrow + 1800) + ow)] = ((acc106 > 0x0p+0f) ? acc106 : 0x0p+0f);
-          v_1[((yrow + 2700) + ow)] = ((acc107 > 0x0p+0f) ? acc107 : 0x0p+0f);
-        }
-      }
-    }
-    for (i64 ph = 0; ph < 15; ++ph) {
-      i64 prow = (ybase + (ph * 60));
-      for (i64 pw = 0; pw < 15; ++pw) {
-        float v = v_1[(prow + (pw * 2))];
-        float v1 = v_1[((prow + (pw * 2)) + 1)];
-        float m = (((v1 > v) || __builtin_isnan(v1)) ? v1 : v);
-        float v2 = v_1[((prow + (pw * 2)) + 30)];
-        float m1 = (((v2 > m) || __builtin_isnan(v2)) ? v2 : m);
-        float v3 = v_1[((prow + (pw * 2)) + 31)];
-        float m2 = (((v3 > m1) || __builtin_isnan(v3)) ? v3 : m1);
-        v_h[(((((b * 16) + o0) * 225) + (ph * 15)) + pw)] = m2;
-      }
-    }
-    for (i64 ph1 = 0; ph1 < 15; ++ph1) {
-      i64 prow1 = ((ybase + 900) + (ph1 * 60));
-      for (i64 pw1 = 0; pw1 < 15; ++pw1) {
-        float v4 = v_1[(prow1 + (pw1 * 2))];
-        float v5 = v_1[((prow1 + (pw1 * 2)) + 1)];
-        float m3 = (((v5 > v4) || __builtin_isnan(v5)) ? v5 : v4);
-        float v6 = v_1[((prow1 + (pw1 * 2)) + 30)];
-        float m4 = (((v6 > m3) || __builtin_isnan(v6)) ? v6 : m3);
-        float v7 = v_1[((prow1 + (pw1 * 2)) + 31)];
-        float m5 = (((v7 > m4) || __builtin_isnan(v7)) ? v7 : m4);
-        v_h[((((((b * 16) + o0) + 1) * 225) + (ph1 * 15)) + pw1)] = m5;
-      }
-    }
-    for (i64 ph2 = 0; ph2 < 15; ++ph2) {
-      i64 prow2 = ((ybase + 1800) + (ph2 * 60));
-      for (i64 pw2 = 0; pw2 < 15; ++pw2) {
-        float v8 = v_1[(prow2 + (pw2 * 2))];
-        float v9 = v_1[((prow2 + (pw2 * 2)) + 1)];
-        float m6 = (((v9 > v8) || __builtin_isnan(v9)) ? v9 : v8);
-        float v10 = v_1[((prow2 + (pw2 * 2)) + 30)];
-        float m7 = (((v10 > m6) || __builtin_isnan(v10)) ? v10 : m6);
-        float v11 = v_1[((prow2 + (pw2 * 2)) + 31)];
-        float m8 = (((v11 > m7) || __builtin_isnan(v11)) ? v11 : m7);
-        v_h[((((((b * 16) + o0) + 2) * 225) + (ph2 * 15)) + pw2)] = m8;
-      }
-    }
-    for (i64 ph3 = 0; ph3 < 15; ++ph3) {
-      i64 prow3 = ((ybase + 2700) + (ph3 * 60));
-      for (i64 pw3 = 0; pw3 < 15; ++pw3) {
-        float v12 = v_1[(prow3 + (pw3 * 2))];
-        float v13 = v_1[((prow3 + (pw3 * 2)) + 1)];
-        float m9 = (((v13 > v12) || __builtin_isnan(v13)) ? v13 : v12);
-        float v14 = v_1[((prow3 + (pw3 * 2)) + 30)];
-        float m10 = (((v14 > m9) || __builtin_isnan(v14)) ? v14 : m9);
-        float v15 = v_1[((prow3 + (pw3 * 2)) + 31)];
-        float m11 = (((v15 > m10) || __builtin_isnan(v15)) ? v15 : m10);
-        v_h[((((((b * 16) + o0) + 3) * 225) + (ph3 * 15)) + pw3)] = m11;
-      }
-    }
+    k0_conv2d_pool_p0(bq, in_image, p_conv1_weight, p_conv1_bias, v_1, v_h);
   }
   return 0;
 }
@@ -480,79 +483,84 @@ static void g3_gemm(const float* __restrict__ a, const float* __restrict__ b, fl
   dnnc_sgemm(false, false, 4, 3600, 10, 0x1p+0f, a, 10, b, 3600, 0x0p+0f, c, 3600);
 }
 
+static inline void k4_maxpool2d_backward_bias_p0(i64 ch, const float* __restrict__ v_dh, const float* __restrict__ v_1, float* __restrict__ v_d0, float* __restrict__ s_bias_part, float* __restrict__ s_pool_argmax, float* __restrict__ v_conv1_bias_grad) {
+  i64 pbase = (ch * 30);
+  for (i64 j = 0; j < 30; ++j) {
+    s_bias_part[(pbase + j)] = 0x0p+0f;
+  }
+  for (i64 b = 0; b < 4; ++b) {
+    i64 bc = ((b * 16) + ch);
+    i64 xbase = (bc * 900);
+    i64 ybase = (bc * 225);
+    for (i64 oh = 0; oh < 15; ++oh) {
+      i64 row = (xbase + (oh * 60));
+      for (i64 ow = 0; ow < 15; ++ow) {
+        i64 col = (row + (ow * 2));
+        float v = v_1[col];
+        float v1 = v_1[(col + 1)];
+        float bi = (__builtin_isnan(v1) ? 0x1p+0f : ((v1 > v) ? 0x1p+0f : 0x0p+0f));
+        float m = (__builtin_isnan(v1) ? v1 : ((v1 > v) ? v1 : v));
+        float v2 = v_1[(col + 30)];
+        float bi1 = (__builtin_isnan(v2) ? 0x1p+1f : ((v2 > m) ? 0x1p+1f : bi));
+        float m1 = (__builtin_isnan(v2) ? v2 : ((v2 > m) ? v2 : m));
+        float v3 = v_1[(col + 31)];
+        float bi2 = (__builtin_isnan(v3) ? 0x1.8p+1f : ((v3 > m1) ? 0x1.8p+1f : bi1));
+        float m2 = (__builtin_isnan(v3) ? v3 : ((v3 > m1) ? v3 : m1));
+        s_pool_argmax[((ch * 15) + ow)] = bi2;
+      }
+      for (i64 ow1 = 0; ow1 < 15; ++ow1) {
+        i64 col1 = (row + (ow1 * 2));
+        float bi3 = s_pool_argmax[((ch * 15) + ow1)];
+        float grad = v_dh[((ybase + (oh * 15)) + ow1)];
+        float d = ((v_1[col1] > 0x0p+0f) ? ((bi3 == 0x0p+0f) ? grad : 0x0p+0f) : 0x0p+0f);
+        v_d0[col1] = d;
+        float d1 = ((v_1[(col1 + 1)] > 0x0p+0f) ? ((bi3 == 0x1p+0f) ? grad : 0x0p+0f) : 0x0p+0f);
+        v_d0[(col1 + 1)] = d1;
+        float d2 = ((v_1[(col1 + 30)] > 0x0p+0f) ? ((bi3 == 0x1p+1f) ? grad : 0x0p+0f) : 0x0p+0f);
+        v_d0[(col1 + 30)] = d2;
+        float d3 = ((v_1[(col1 + 31)] > 0x0p+0f) ? ((bi3 == 0x1.8p+1f) ? grad : 0x0p+0f) : 0x0p+0f);
+        v_d0[(col1 + 31)] = d3;
+        s_bias_part[(pbase + ow1)] += (((d + d1) + d2) + d3);
+      }
+    }
+  }
+  float acc = 0x0p+0f;
+  for (i64 j1 = 0; j1 < 30; ++j1) {
+    acc = (acc + s_bias_part[(pbase + j1)]);
+  }
+  v_conv1_bias_grad[ch] = acc;
+}
 // %d1 = maxpool2d_backward(%dh, %1) {kernel=[2,2], padding=[0,0], stride=[]}
 // %d0 = relu_backward(%d1, %1)
 // %conv1.bias.grad = reduce_sum(%d0) {axes=[0,2,3], keepdim=false}
 static int k4_maxpool2d_backward_bias(const float* __restrict__ v_dh, const float* __restrict__ v_1, float* __restrict__ v_d0, float* __restrict__ s_bias_part, float* __restrict__ s_pool_argmax, float* __restrict__ v_conv1_bias_grad) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 ch = 0; ch < 16; ++ch) {
-    i64 pbase = (ch * 30);
-    for (i64 j = 0; j < 30; ++j) {
-      s_bias_part[(pbase + j)] = 0x0p+0f;
-    }
-    for (i64 b = 0; b < 4; ++b) {
-      i64 bc = ((b * 16) + ch);
-      i64 xbase = (bc * 900);
-      i64 ybase = (bc * 225);
-      for (i64 oh = 0; oh < 15; ++oh) {
-        i64 row = (xbase + (oh * 60));
-        for (i64 ow = 0; ow < 15; ++ow) {
-          i64 col = (row + (ow * 2));
-          float v = v_1[col];
-          float v1 = v_1[(col + 1)];
-          float bi = (__builtin_isnan(v1) ? 0x1p+0f : ((v1 > v) ? 0x1p+0f : 0x0p+0f));
-          float m = (__builtin_isnan(v1) ? v1 : ((v1 > v) ? v1 : v));
-          float v2 = v_1[(col + 30)];
-          float bi1 = (__builtin_isnan(v2) ? 0x1p+1f : ((v2 > m) ? 0x1p+1f : bi));
-          float m1 = (__builtin_isnan(v2) ? v2 : ((v2 > m) ? v2 : m));
-          float v3 = v_1[(col + 31)];
-          float bi2 = (__builtin_isnan(v3) ? 0x1.8p+1f : ((v3 > m1) ? 0x1.8p+1f : bi1));
-          float m2 = (__builtin_isnan(v3) ? v3 : ((v3 > m1) ? v3 : m1));
-          s_pool_argmax[((ch * 15) + ow)] = bi2;
-        }
-        for (i64 ow1 = 0; ow1 < 15; ++ow1) {
-          i64 col1 = (row + (ow1 * 2));
-          float bi3 = s_pool_argmax[((ch * 15) + ow1)];
-          float grad = v_dh[((ybase + (oh * 15)) + ow1)];
-          v_d0[col1] = ((v_1[col1] > 0x0p+0f) ? ((bi3 == 0x0p+0f) ? grad : 0x0p+0f) : 0x0p+0f);
-          v_d0[(col1 + 1)] = ((v_1[(col1 + 1)] > 0x0p+0f) ? ((bi3 == 0x1p+0f) ? grad : 0x0p+0f) : 0x0p+0f);
-          v_d0[(col1 + 30)] = ((v_1[(col1 + 30)] > 0x0p+0f) ? ((bi3 == 0x1p+1f) ? grad : 0x0p+0f) : 0x0p+0f);
-          v_d0[(col1 + 31)] = ((v_1[(col1 + 31)] > 0x0p+0f) ? ((bi3 == 0x1.8p+1f) ? grad : 0x0p+0f) : 0x0p+0f);
-        }
-      }
-      for (i64 ih = 0; ih < 30; ++ih) {
-        i64 srow = (xbase + (ih * 30));
-        for (i64 iw = 0; iw < 30; ++iw) {
-          s_bias_part[(pbase + iw)] += v_d0[(srow + iw)];
-        }
-      }
-    }
-    float acc = 0x0p+0f;
-    for (i64 j1 = 0; j1 < 30; ++j1) {
-      acc = (acc + s_bias_part[(pbase + j1)]);
-    }
-    v_conv1_bias_grad[ch] = acc;
+    k4_maxpool2d_backward_bias_p0(ch, v_dh, v_1, v_d0, s_bias_part, s_pool_argmax, v_conv1_bias_grad);
   }
   return 0;
 }
 
+static inline void k5_im2col_p0(i64 bc, const float* __restrict__ in_image, float* __restrict__ s_col) {
+  i64 xbase = (bc * 1024);
+  i64 cbase = (bc * 8100);
+  for (i64 ki = 0; ki < 3; ++ki) {
+    for (i64 kj = 0; kj < 3; ++kj) {
+      for (i64 oh = (0 < (-ki) ? (-ki) : 0); oh < (((-ki) + 32) < 30 ? ((-ki) + 32) : 30); ++oh) {
+        i64 ih = (oh + ki);
+        for (i64 ow = (0 < (-kj) ? (-kj) : 0); ow < (((-kj) + 32) < 30 ? ((-kj) + 32) : 30); ++ow) {
+          s_col[(((cbase + (((ki * 3) + kj) * 900)) + (oh * 30)) + ow)] = in_image[((xbase + (ih * 32)) + (ow + kj))];
+        }
+      }
+    }
+  }
+}
 // %conv1.weight.grad = conv2d_backward_weight(%d0, %image) {dilation=[1,1], groups=1, kernel=[3,3], padding=[0,0], stride=[1,1]}
 //   (im2col of image)
 static int k5_im2col(const float* __restrict__ in_image, float* __restrict__ s_col) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 bc = 0; bc < 12; ++bc) {
-    i64 xbase = (bc * 1024);
-    i64 cbase = (bc * 8100);
-    for (i64 ki = 0; ki < 3; ++ki) {
-      for (i64 kj = 0; kj < 3; ++kj) {
-        for (i64 oh = (0 < (-ki) ? (-ki) : 0); oh < (((-ki) + 32) < 30 ? ((-ki) + 32) : 30); ++oh) {
-          i64 ih = (oh + ki);
-          for (i64 ow = (0 < (-kj) ? (-kj) : 0); ow < (((-kj) + 32) < 30 ? ((-kj) + 32) : 30); ++ow) {
-            s_col[(((cbase + (((ki * 3) + kj) * 900)) + (oh * 30)) + ow)] = in_image[((xbase + (ih * 32)) + (ow + kj))];
-          }
-        }
-      }
-    }
+    k5_im2col_p0(bc, in_image, s_col);
   }
   return 0;
 }

@@ -96,62 +96,68 @@ static void dnnc_sgemm_split_k(bool ta, bool tb, i64 m, i64 n, i64 k, float alph
   __builtin_free(part);
 }
 
+static inline void k0_conv2d_chain_p0(i64 bo, const float* __restrict__ in_image, const float* __restrict__ p_conv1_weight, const float* __restrict__ p_conv1_bias, float* __restrict__ v_h1) {
+  i64 b = (bo / 16);
+  i64 o = (bo % 16);
+  i64 ybase = (bo * 1024);
+  float bias = p_conv1_bias[o];
+  for (i64 i = 0; i < 1024; ++i) {
+    v_h1[(ybase + i)] = bias;
+  }
+  for (i64 cw = 0; cw < 3; ++cw) {
+    i64 xbase = (((b * 3) + cw) * 1024);
+    for (i64 ki = 0; ki < 3; ++ki) {
+      for (i64 kj = 0; kj < 3; ++kj) {
+        float wv = p_conv1_weight[((((((o * 3) + cw) * 3) + ki) * 3) + kj)];
+        for (i64 oh = (0 < (1 - ki) ? (1 - ki) : 0); oh < (((1 - ki) + 32) < 32 ? ((1 - ki) + 32) : 32); ++oh) {
+          i64 ih = ((oh - 1) + ki);
+          for (i64 ow = (0 < (1 - kj) ? (1 - kj) : 0); ow < (((1 - kj) + 32) < 32 ? ((1 - kj) + 32) : 32); ++ow) {
+            v_h1[((ybase + (oh * 32)) + ow)] += (wv * in_image[((xbase + (ih * 32)) + ((ow - 1) + kj))]);
+          }
+        }
+      }
+    }
+  }
+  for (i64 i1 = 0; i1 < 1024; ++i1) {
+    float c = v_h1[(ybase + i1)];
+    v_h1[(ybase + i1)] = ((c > 0x0p+0f) ? c : 0x0p+0f);
+  }
+}
 // %0 = conv2d(%image, @conv1.weight, @conv1.bias) {dilation=[1,1], groups=1, padding=[1,1], stride=[1,1]}
 // %h1 = relu(%0)
 static int k0_conv2d_chain(const float* __restrict__ in_image, const float* __restrict__ p_conv1_weight, const float* __restrict__ p_conv1_bias, float* __restrict__ v_h1) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 bo = 0; bo < 512; ++bo) {
-    i64 b = (bo / 16);
-    i64 o = (bo % 16);
-    i64 ybase = (bo * 1024);
-    float bias = p_conv1_bias[o];
-    for (i64 i = 0; i < 1024; ++i) {
-      v_h1[(ybase + i)] = bias;
-    }
-    for (i64 cw = 0; cw < 3; ++cw) {
-      i64 xbase = (((b * 3) + cw) * 1024);
-      for (i64 ki = 0; ki < 3; ++ki) {
-        for (i64 kj = 0; kj < 3; ++kj) {
-          float wv = p_conv1_weight[((((((o * 3) + cw) * 3) + ki) * 3) + kj)];
-          for (i64 oh = (0 < (1 - ki) ? (1 - ki) : 0); oh < (((1 - ki) + 32) < 32 ? ((1 - ki) + 32) : 32); ++oh) {
-            i64 ih = ((oh - 1) + ki);
-            for (i64 ow = (0 < (1 - kj) ? (1 - kj) : 0); ow < (((1 - kj) + 32) < 32 ? ((1 - kj) + 32) : 32); ++ow) {
-              v_h1[((ybase + (oh * 32)) + ow)] += (wv * in_image[((xbase + (ih * 32)) + ((ow - 1) + kj))]);
-            }
-          }
-        }
-      }
-    }
-    for (i64 i1 = 0; i1 < 1024; ++i1) {
-      float c = v_h1[(ybase + i1)];
-      v_h1[(ybase + i1)] = ((c > 0x0p+0f) ? c : 0x0p+0f);
-    }
+    k0_conv2d_chain_p0(bo, in_image, p_conv1_weight, p_conv1_bias, v_h1);
   }
   return 0;
 }
 
+static inline void k1_im2col_p0(i64 bc, const float* __restrict__ v_h1, float* __restrict__ s_col) {
+  i64 xbase = (bc * 1024);
+  i64 cbase = (bc * 2304);
+  for (i64 row = 0; row < 9; ++row) {
+    for (i64 i = 0; i < 256; ++i) {
+      s_col[((cbase + (row * 256)) + i)] = 0x0p+0f;
+    }
+  }
+  for (i64 ki = 0; ki < 3; ++ki) {
+    for (i64 kj = 0; kj < 3; ++kj) {
+      for (i64 oh = (0 < (((1 - ki) + 1) / 2) ? (((1 - ki) + 1) / 2) : 0); oh < (((((1 - ki) + 31) / 2) + 1) < 16 ? ((((1 - ki) + 31) / 2) + 1) : 16); ++oh) {
+        i64 ih = (((oh * 2) - 1) + ki);
+        for (i64 ow = (0 < (((1 - kj) + 1) / 2) ? (((1 - kj) + 1) / 2) : 0); ow < (((((1 - kj) + 31) / 2) + 1) < 16 ? ((((1 - kj) + 31) / 2) + 1) : 16); ++ow) {
+          s_col[(((cbase + (((ki * 3) + kj) * 256)) + (oh * 16)) + ow)] = v_h1[((xbase + (ih * 32)) + (((ow * 2) - 1) + kj))];
+        }
+      }
+    }
+  }
+}
 // %1 = conv2d(%h1, @conv2.weight, @conv2.bias) {dilation=[1,1], groups=1, padding=[1,1], stride=[2,2]}
 //   (im2col of h1)
 static int k1_im2col(const float* __restrict__ v_h1, float* __restrict__ s_col) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 bc = 0; bc < 512; ++bc) {
-    i64 xbase = (bc * 1024);
-    i64 cbase = (bc * 2304);
-    for (i64 row = 0; row < 9; ++row) {
-      for (i64 i = 0; i < 256; ++i) {
-        s_col[((cbase + (row * 256)) + i)] = 0x0p+0f;
-      }
-    }
-    for (i64 ki = 0; ki < 3; ++ki) {
-      for (i64 kj = 0; kj < 3; ++kj) {
-        for (i64 oh = (0 < (((1 - ki) + 1) / 2) ? (((1 - ki) + 1) / 2) : 0); oh < (((((1 - ki) + 31) / 2) + 1) < 16 ? ((((1 - ki) + 31) / 2) + 1) : 16); ++oh) {
-          i64 ih = (((oh * 2) - 1) + ki);
-          for (i64 ow = (0 < (((1 - kj) + 1) / 2) ? (((1 - kj) + 1) / 2) : 0); ow < (((((1 - kj) + 31) / 2) + 1) < 16 ? ((((1 - kj) + 31) / 2) + 1) : 16); ++ow) {
-            s_col[(((cbase + (((ki * 3) + kj) * 256)) + (oh * 16)) + ow)] = v_h1[((xbase + (ih * 32)) + (((ow * 2) - 1) + kj))];
-          }
-        }
-      }
-    }
+    k1_im2col_p0(bc, v_h1, s_col);
   }
   return 0;
 }
@@ -170,41 +176,47 @@ static void g2_gemm(const float* __restrict__ a, const float* __restrict__ b, co
   }
 }
 
+static inline void k3_relu_p0(i64 i, const float* __restrict__ v_1, float* __restrict__ v_2) {
+  v_2[i] = ((v_1[i] > 0x0p+0f) ? v_1[i] : 0x0p+0f);
+}
 // %2 = relu(%1)
 static int k3_relu(const float* __restrict__ v_1, float* __restrict__ v_2) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 i = 0; i < 262144; ++i) {
-    v_2[i] = ((v_1[i] > 0x0p+0f) ? v_1[i] : 0x0p+0f);
+    k3_relu_p0(i, v_1, v_2);
   }
   return 0;
 }
 
+static inline void k4_avgpool2d_p0(i64 bc, const float* __restrict__ v_2, float* __restrict__ v_h2) {
+  i64 xbase = (bc * 256);
+  i64 ybase = (bc * 64);
+  for (i64 oh = 0; oh < 8; ++oh) {
+    for (i64 ow = 0; ow < 8; ++ow) {
+      i64 h0 = (oh * 2);
+      i64 w0 = (ow * 2);
+      i64 h1 = (16 < (h0 + 2) ? 16 : (h0 + 2));
+      i64 w1 = (16 < (w0 + 2) ? 16 : (w0 + 2));
+      i64 ch0 = (h0 < 0 ? 0 : h0);
+      i64 ch1 = (16 < h1 ? 16 : h1);
+      i64 cw0 = (w0 < 0 ? 0 : w0);
+      i64 cw1 = (16 < w1 ? 16 : w1);
+      i64 divisor = ((h1 - h0) * (w1 - w0));
+      float sum = 0x0p+0f;
+      for (i64 ih = ch0; ih < ch1; ++ih) {
+        for (i64 iw = cw0; iw < cw1; ++iw) {
+          sum = (sum + v_2[((xbase + (ih * 16)) + iw)]);
+        }
+      }
+      v_h2[((ybase + (oh * 8)) + ow)] = ((divisor > 0) ? (sum / ((float)divisor)) : 0x0p+0f);
+    }
+  }
+}
 // %h2 = avgpool2d(%2) {count_include_pad=true, kernel=[2,2], padding=[0,0], stride=[]}
 static int k4_avgpool2d(const float* __restrict__ v_2, float* __restrict__ v_h2) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 bc = 0; bc < 1024; ++bc) {
-    i64 xbase = (bc * 256);
-    i64 ybase = (bc * 64);
-    for (i64 oh = 0; oh < 8; ++oh) {
-      for (i64 ow = 0; ow < 8; ++ow) {
-        i64 h0 = (oh * 2);
-        i64 w0 = (ow * 2);
-        i64 h1 = (16 < (h0 + 2) ? 16 : (h0 + 2));
-        i64 w1 = (16 < (w0 + 2) ? 16 : (w0 + 2));
-        i64 ch0 = (h0 < 0 ? 0 : h0);
-        i64 ch1 = (16 < h1 ? 16 : h1);
-        i64 cw0 = (w0 < 0 ? 0 : w0);
-        i64 cw1 = (16 < w1 ? 16 : w1);
-        i64 divisor = ((h1 - h0) * (w1 - w0));
-        float sum = 0x0p+0f;
-        for (i64 ih = ch0; ih < ch1; ++ih) {
-          for (i64 iw = cw0; iw < cw1; ++iw) {
-            sum = (sum + v_2[((xbase + (ih * 16)) + iw)]);
-          }
-        }
-        v_h2[((ybase + (oh * 8)) + ow)] = ((divisor > 0) ? (sum / ((float)divisor)) : 0x0p+0f);
-      }
-    }
+    k4_avgpool2d_p0(bc, v_2, v_h2);
   }
   return 0;
 }

@@ -96,62 +96,68 @@ static void dnnc_sgemm_split_k(bool ta, bool tb, i64 m, i64 n, i64 k, float alph
   __builtin_free(part);
 }
 
+static inline void k0_conv2d_chain_p0(i64 bo, const float* __restrict__ in_image, const float* __restrict__ p_conv1_weight, const float* __restrict__ p_conv1_bias, float* __restrict__ v_h1) {
+  i64 b = (bo / 16);
+  i64 o = (bo % 16);
+  i64 ybase = (bo * 1024);
+  float bias = p_conv1_bias[o];
+  for (i64 i = 0; i < 1024; ++i) {
+    v_h1[(ybase + i)] = bias;
+  }
+  for (i64 cw = 0; cw < 3; ++cw) {
+    i64 xbase = (((b * 3) + cw) * 1024);
+    for (i64 ki = 0; ki < 3; ++ki) {
+      for (i64 kj = 0; kj < 3; ++kj) {
+        float wv = p_conv1_weight[((((((o * 3) + cw) * 3) + ki) * 3) + kj)];
+        for (i64 oh = (0 < (1 - ki) ? (1 - ki) : 0); oh < (((1 - ki) + 32) < 32 ? ((1 - ki) + 32) : 32); ++oh) {
+          i64 ih = ((oh - 1) + ki);
+          for (i64 ow = (0 < (1 - kj) ? (1 - kj) : 0); ow < (((1 - kj) + 32) < 32 ? ((1 - kj) + 32) : 32); ++ow) {
+            v_h1[((ybase + (oh * 32)) + ow)] += (wv * in_image[((xbase + (ih * 32)) + ((ow - 1) + kj))]);
+          }
+        }
+      }
+    }
+  }
+  for (i64 i1 = 0; i1 < 1024; ++i1) {
+    float c = v_h1[(ybase + i1)];
+    v_h1[(ybase + i1)] = ((c > 0x0p+0f) ? c : 0x0p+0f);
+  }
+}
 // %0 = conv2d(%image, @conv1.weight, @conv1.bias) {dilation=[1,1], groups=1, padding=[1,1], stride=[1,1]}
 // %h1 = relu(%0)
 static int k0_conv2d_chain(const float* __restrict__ in_image, const float* __restrict__ p_conv1_weight, const float* __restrict__ p_conv1_bias, float* __restrict__ v_h1) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 bo = 0; bo < 512; ++bo) {
-    i64 b = (bo / 16);
-    i64 o = (bo % 16);
-    i64 ybase = (bo * 1024);
-    float bias = p_conv1_bias[o];
-    for (i64 i = 0; i < 1024; ++i) {
-      v_h1[(ybase + i)] = bias;
-    }
-    for (i64 cw = 0; cw < 3; ++cw) {
-      i64 xbase = (((b * 3) + cw) * 1024);
-      for (i64 ki = 0; ki < 3; ++ki) {
-        for (i64 kj = 0; kj < 3; ++kj) {
-          float wv = p_conv1_weight[((((((o * 3) + cw) * 3) + ki) * 3) + kj)];
-          for (i64 oh = (0 < (1 - ki) ? (1 - ki) : 0); oh < (((1 - ki) + 32) < 32 ? ((1 - ki) + 32) : 32); ++oh) {
-            i64 ih = ((oh - 1) + ki);
-            for (i64 ow = (0 < (1 - kj) ? (1 - kj) : 0); ow < (((1 - kj) + 32) < 32 ? ((1 - kj) + 32) : 32); ++ow) {
-              v_h1[((ybase + (oh * 32)) + ow)] += (wv * in_image[((xbase + (ih * 32)) + ((ow - 1) + kj))]);
-            }
-          }
-        }
-      }
-    }
-    for (i64 i1 = 0; i1 < 1024; ++i1) {
-      float c = v_h1[(ybase + i1)];
-      v_h1[(ybase + i1)] = ((c > 0x0p+0f) ? c : 0x0p+0f);
-    }
+    k0_conv2d_chain_p0(bo, in_image, p_conv1_weight, p_conv1_bias, v_h1);
   }
   return 0;
 }
 
+static inline void k1_im2col_p0(i64 bc, const float* __restrict__ v_h1, float* __restrict__ s_col) {
+  i64 xbase = (bc * 1024);
+  i64 cbase = (bc * 2304);
+  for (i64 row = 0; row < 9; ++row) {
+    for (i64 i = 0; i < 256; ++i) {
+      s_col[((cbase + (row * 256)) + i)] = 0x0p+0f;
+    }
+  }
+  for (i64 ki = 0; ki < 3; ++ki) {
+    for (i64 kj = 0; kj < 3; ++kj) {
+      for (i64 oh = (0 < (((1 - ki) + 1) / 2) ? (((1 - ki) + 1) / 2) : 0); oh < (((((1 - ki) + 31) / 2) + 1) < 16 ? ((((1 - ki) + 31) / 2) + 1) : 16); ++oh) {
+        i64 ih = (((oh * 2) - 1) + ki);
+        for (i64 ow = (0 < (((1 - kj) + 1) / 2) ? (((1 - kj) + 1) / 2) : 0); ow < (((((1 - kj) + 31) / 2) + 1) < 16 ? ((((1 - kj) + 31) / 2) + 1) : 16); ++ow) {
+          s_col[(((cbase + (((ki * 3) + kj) * 256)) + (oh * 16)) + ow)] = v_h1[((xbase + (ih * 32)) + (((ow * 2) - 1) + kj))];
+        }
+      }
+    }
+  }
+}
 // %1 = conv2d(%h1, @conv2.weight, @conv2.bias) {dilation=[1,1], groups=1, padding=[1,1], stride=[2,2]}
 //   (im2col of h1)
 static int k1_im2col(const float* __restrict__ v_h1, float* __restrict__ s_col) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 bc = 0; bc < 512; ++bc) {
-    i64 xbase = (bc * 1024);
-    i64 cbase = (bc * 2304);
-    for (i64 row = 0; row < 9; ++row) {
-      for (i64 i = 0; i < 256; ++i) {
-        s_col[((cbase + (row * 256)) + i)] = 0x0p+0f;
-      }
-    }
-    for (i64 ki = 0; ki < 3; ++ki) {
-      for (i64 kj = 0; kj < 3; ++kj) {
-        for (i64 oh = (0 < (((1 - ki) + 1) / 2) ? (((1 - ki) + 1) / 2) : 0); oh < (((((1 - ki) + 31) / 2) + 1) < 16 ? ((((1 - ki) + 31) / 2) + 1) : 16); ++oh) {
-          i64 ih = (((oh * 2) - 1) + ki);
-          for (i64 ow = (0 < (((1 - kj) + 1) / 2) ? (((1 - kj) + 1) / 2) : 0); ow < (((((1 - kj) + 31) / 2) + 1) < 16 ? ((((1 - kj) + 31) / 2) + 1) : 16); ++ow) {
-            s_col[(((cbase + (((ki * 3) + kj) * 256)) + (oh * 16)) + ow)] = v_h1[((xbase + (ih * 32)) + (((ow * 2) - 1) + kj))];
-          }
-        }
-      }
-    }
+    k1_im2col_p0(bc, v_h1, s_col);
   }
   return 0;
 }
@@ -170,41 +176,47 @@ static void g2_gemm(const float* __restrict__ a, const float* __restrict__ b, co
   }
 }
 
+static inline void k3_relu_p0(i64 i, const float* __restrict__ v_1, float* __restrict__ v_2) {
+  v_2[i] = ((v_1[i] > 0x0p+0f) ? v_1[i] : 0x0p+0f);
+}
 // %2 = relu(%1)
 static int k3_relu(const float* __restrict__ v_1, float* __restrict__ v_2) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 i = 0; i < 262144; ++i) {
-    v_2[i] = ((v_1[i] > 0x0p+0f) ? v_1[i] : 0x0p+0f);
+    k3_relu_p0(i, v_1, v_2);
   }
   return 0;
 }
 
+static inline void k4_avgpool2d_p0(i64 bc, const float* __restrict__ v_2, float* __restrict__ v_h2) {
+  i64 xbase = (bc * 256);
+  i64 ybase = (bc * 64);
+  for (i64 oh = 0; oh < 8; ++oh) {
+    for (i64 ow = 0; ow < 8; ++ow) {
+      i64 h0 = (oh * 2);
+      i64 w0 = (ow * 2);
+      i64 h1 = (16 < (h0 + 2) ? 16 : (h0 + 2));
+      i64 w1 = (16 < (w0 + 2) ? 16 : (w0 + 2));
+      i64 ch0 = (h0 < 0 ? 0 : h0);
+      i64 ch1 = (16 < h1 ? 16 : h1);
+      i64 cw0 = (w0 < 0 ? 0 : w0);
+      i64 cw1 = (16 < w1 ? 16 : w1);
+      i64 divisor = ((h1 - h0) * (w1 - w0));
+      float sum = 0x0p+0f;
+      for (i64 ih = ch0; ih < ch1; ++ih) {
+        for (i64 iw = cw0; iw < cw1; ++iw) {
+          sum = (sum + v_2[((xbase + (ih * 16)) + iw)]);
+        }
+      }
+      v_h2[((ybase + (oh * 8)) + ow)] = ((divisor > 0) ? (sum / ((float)divisor)) : 0x0p+0f);
+    }
+  }
+}
 // %h2 = avgpool2d(%2) {count_include_pad=true, kernel=[2,2], padding=[0,0], stride=[]}
 static int k4_avgpool2d(const float* __restrict__ v_2, float* __restrict__ v_h2) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 bc = 0; bc < 1024; ++bc) {
-    i64 xbase = (bc * 256);
-    i64 ybase = (bc * 64);
-    for (i64 oh = 0; oh < 8; ++oh) {
-      for (i64 ow = 0; ow < 8; ++ow) {
-        i64 h0 = (oh * 2);
-        i64 w0 = (ow * 2);
-        i64 h1 = (16 < (h0 + 2) ? 16 : (h0 + 2));
-        i64 w1 = (16 < (w0 + 2) ? 16 : (w0 + 2));
-        i64 ch0 = (h0 < 0 ? 0 : h0);
-        i64 ch1 = (16 < h1 ? 16 : h1);
-        i64 cw0 = (w0 < 0 ? 0 : w0);
-        i64 cw1 = (16 < w1 ? 16 : w1);
-        i64 divisor = ((h1 - h0) * (w1 - w0));
-        float sum = 0x0p+0f;
-        for (i64 ih = ch0; ih < ch1; ++ih) {
-          for (i64 iw = cw0; iw < cw1; ++iw) {
-            sum = (sum + v_2[((xbase + (ih * 16)) + iw)]);
-          }
-        }
-        v_h2[((ybase + (oh * 8)) + ow)] = ((divisor > 0) ? (sum / ((float)divisor)) : 0x0p+0f);
-      }
-    }
+    k4_avgpool2d_p0(bc, v_2, v_h2);
   }
   return 0;
 }
@@ -262,60 +274,69 @@ static void g7_gemm(const float* __restrict__ a, const float* __restrict__ b, fl
   dnnc_sgemm(false, false, 32, 2048, 10, 0x1p+0f, a, 10, b, 2048, 0x0p+0f, c, 2048);
 }
 
-// %d2 = avgpool2d_backward(%dh2, %2) {count_include_pad=true, kernel=[2,2], padding=[0,0], stride=[]}
-static int k8_avgpool2d_backward(const float* __restrict__ v_dh2, float* __restrict__ v_d2) {
-  #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
-  for (i64 bc = 0; bc < 1024; ++bc) {
-    i64 xbase = (bc * 256);
-    i64 ybase = (bc * 64);
-    for (i64 i = 0; i < 256; ++i) {
-      v_d2[(xbase + i)] = 0x0p+0f;
-    }
-    for (i64 oh = 0; oh < 8; ++oh) {
-      for (i64 ow = 0; ow < 8; ++ow) {
-        i64 h0 = (oh * 2);
-        i64 w0 = (ow * 2);
-        i64 h1 = (16 < (h0 + 2) ? 16 : (h0 + 2));
-        i64 w1 = (16 < (w0 + 2) ? 16 : (w0 + 2));
-        i64 ch0 = (h0 < 0 ? 0 : h0);
-        i64 ch1 = (16 < h1 ? 16 : h1);
-        i64 cw0 = (w0 < 0 ? 0 : w0);
-        i64 cw1 = (16 < w1 ? 16 : w1);
-        i64 divisor = ((h1 - h0) * (w1 - w0));
-        if ((divisor > 0)) {
-          float grad = (v_dh2[((ybase + (oh * 8)) + ow)] / ((float)divisor));
-          for (i64 ih = ch0; ih < ch1; ++ih) {
-            for (i64 iw = cw0; iw < cw1; ++iw) {
-              v_d2[((xbase + (ih * 16)) + iw)] += grad;
-            }
+static inline void k8_avgpool2d_backward_p0(i64 bc, const float* __restrict__ v_dh2, float* __restrict__ v_d2) {
+  i64 xbase = (bc * 256);
+  i64 ybase = (bc * 64);
+  for (i64 i = 0; i < 256; ++i) {
+    v_d2[(xbase + i)] = 0x0p+0f;
+  }
+  for (i64 oh = 0; oh < 8; ++oh) {
+    for (i64 ow = 0; ow < 8; ++ow) {
+      i64 h0 = (oh * 2);
+      i64 w0 = (ow * 2);
+      i64 h1 = (16 < (h0 + 2) ? 16 : (h0 + 2));
+      i64 w1 = (16 < (w0 + 2) ? 16 : (w0 + 2));
+      i64 ch0 = (h0 < 0 ? 0 : h0);
+      i64 ch1 = (16 < h1 ? 16 : h1);
+      i64 cw0 = (w0 < 0 ? 0 : w0);
+      i64 cw1 = (16 < w1 ? 16 : w1);
+      i64 divisor = ((h1 - h0) * (w1 - w0));
+      if ((divisor > 0)) {
+        float grad = (v_dh2[((ybase + (oh * 8)) + ow)] / ((float)divisor));
+        for (i64 ih = ch0; ih < ch1; ++ih) {
+          for (i64 iw = cw0; iw < cw1; ++iw) {
+            v_d2[((xbase + (ih * 16)) + iw)] += grad;
           }
         }
       }
     }
   }
-  return 0;
 }
-
-// %d1 = relu_backward(%d2, %2)
-static int k9_relu_backward(const float* __restrict__ v_d2, const float* __restrict__ v_2, float* __restrict__ v_d1) {
+// %d2 = avgpool2d_backward(%dh2, %2) {count_include_pad=true, kernel=[2,2], padding=[0,0], stride=[]}
+static int k8_avgpool2d_backward(const float* __restrict__ v_dh2, float* __restrict__ v_d2) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
-  for (i64 i = 0; i < 262144; ++i) {
-    v_d1[i] = ((v_2[i] > 0x0p+0f) ? v_d2[i] : 0x0p+0f);
+  for (i64 bc = 0; bc < 1024; ++bc) {
+    k8_avgpool2d_backward_p0(bc, v_dh2, v_d2);
   }
   return 0;
 }
 
+static inline void k9_relu_backward_p0(i64 i, const float* __restrict__ v_d2, const float* __restrict__ v_2, float* __restrict__ v_d1) {
+  v_d1[i] = ((v_2[i] > 0x0p+0f) ? v_d2[i] : 0x0p+0f);
+}
+// %d1 = relu_backward(%d2, %2)
+static int k9_relu_backward(const float* __restrict__ v_d2, const float* __restrict__ v_2, float* __restrict__ v_d1) {
+  #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
+  for (i64 i = 0; i < 262144; ++i) {
+    k9_relu_backward_p0(i, v_d2, v_2, v_d1);
+  }
+  return 0;
+}
+
+static inline void k10_reduce_sum_p0(i64 o, const float* __restrict__ v_d1, float* __restrict__ v_conv2_bias_grad) {
+  float acc = 0x0p+0f;
+  for (i64 r = 0; r < 32; ++r) {
+    for (i64 r1 = 0; r1 < 256; ++r1) {
+      acc = (acc + v_d1[((((o % 32) * 256) + (r * 8192)) + r1)]);
+    }
+  }
+  v_conv2_bias_grad[o] = acc;
+}
 // %conv2.bias.grad = reduce_sum(%d1) {axes=[0,2,3], keepdim=false}
 static int k10_reduce_sum(const float* __restrict__ v_d1, float* __restrict__ v_conv2_bias_grad) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 o = 0; o < 32; ++o) {
-    float acc = 0x0p+0f;
-    for (i64 r = 0; r < 32; ++r) {
-      for (i64 r1 = 0; r1 < 256; ++r1) {
-        acc = (acc + v_d1[((((o % 32) * 256) + (r * 8192)) + r1)]);
-      }
-    }
-    v_conv2_bias_grad[o] = acc;
+    k10_reduce_sum_p0(o, v_d1, v_conv2_bias_grad);
   }
   return 0;
 }
@@ -329,75 +350,87 @@ static void g11_gemm(const float* __restrict__ a, const float* __restrict__ b, f
   }
 }
 
-// %dh1 = conv2d_backward_input(%d1, @conv2.weight) {dilation=[1,1], groups=1, input_hw=[32,32], padding=[1,1], stride=[2,2]}
-static int k12_col2im(const float* __restrict__ s_dcol, float* __restrict__ v_dh1) {
-  #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
-  for (i64 bc = 0; bc < 512; ++bc) {
-    i64 xbase = (bc * 1024);
-    for (i64 i = 0; i < 1024; ++i) {
-      v_dh1[(xbase + i)] = 0x0p+0f;
-    }
-    i64 cbase = (bc * 2304);
-    for (i64 ki = 0; ki < 3; ++ki) {
-      for (i64 kj = 0; kj < 3; ++kj) {
-        for (i64 oh = (0 < (((1 - ki) + 1) / 2) ? (((1 - ki) + 1) / 2) : 0); oh < (((((1 - ki) + 31) / 2) + 1) < 16 ? ((((1 - ki) + 31) / 2) + 1) : 16); ++oh) {
-          i64 ih = (((oh * 2) - 1) + ki);
-          for (i64 ow = (0 < (((1 - kj) + 1) / 2) ? (((1 - kj) + 1) / 2) : 0); ow < (((((1 - kj) + 31) / 2) + 1) < 16 ? ((((1 - kj) + 31) / 2) + 1) : 16); ++ow) {
-            v_dh1[((xbase + (ih * 32)) + (((ow * 2) - 1) + kj))] += s_dcol[(((cbase + (((ki * 3) + kj) * 256)) + (oh * 16)) + ow)];
-          }
+static inline void k12_col2im_p0(i64 bc, const float* __restrict__ s_dcol, float* __restrict__ v_dh1) {
+  i64 xbase = (bc * 1024);
+  for (i64 i = 0; i < 1024; ++i) {
+    v_dh1[(xbase + i)] = 0x0p+0f;
+  }
+  i64 cbase = (bc * 2304);
+  for (i64 ki = 0; ki < 3; ++ki) {
+    for (i64 kj = 0; kj < 3; ++kj) {
+      for (i64 oh = (0 < (((1 - ki) + 1) / 2) ? (((1 - ki) + 1) / 2) : 0); oh < (((((1 - ki) + 31) / 2) + 1) < 16 ? ((((1 - ki) + 31) / 2) + 1) : 16); ++oh) {
+        i64 ih = (((oh * 2) - 1) + ki);
+        for (i64 ow = (0 < (((1 - kj) + 1) / 2) ? (((1 - kj) + 1) / 2) : 0); ow < (((((1 - kj) + 31) / 2) + 1) < 16 ? ((((1 - kj) + 31) / 2) + 1) : 16); ++ow) {
+          v_dh1[((xbase + (ih * 32)) + (((ow * 2) - 1) + kj))] += s_dcol[(((cbase + (((ki * 3) + kj) * 256)) + (oh * 16)) + ow)];
         }
       }
     }
   }
+}
+// %dh1 = conv2d_backward_input(%d1, @conv2.weight) {dilation=[1,1], groups=1, input_hw=[32,32], padding=[1,1], stride=[2,2]}
+static int k12_col2im(const float* __restrict__ s_dcol, float* __restrict__ v_dh1) {
+  #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
+  for (i64 bc = 0; bc < 512; ++bc) {
+    k12_col2im_p0(bc, s_dcol, v_dh1);
+  }
   return 0;
 }
 
+static inline void k13_relu_backward_p0(i64 i, const float* __restrict__ v_dh1, const float* __restrict__ v_h1, float* __restrict__ v_d0) {
+  v_d0[i] = ((v_h1[i] > 0x0p+0f) ? v_dh1[i] : 0x0p+0f);
+}
 // %d0 = relu_backward(%dh1, %h1)
 static int k13_relu_backward(const float* __restrict__ v_dh1, const float* __restrict__ v_h1, float* __restrict__ v_d0) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 i = 0; i < 524288; ++i) {
-    v_d0[i] = ((v_h1[i] > 0x0p+0f) ? v_dh1[i] : 0x0p+0f);
+    k13_relu_backward_p0(i, v_dh1, v_h1, v_d0);
   }
   return 0;
 }
 
+static inline void k14_reduce_sum_p0(i64 o, const float* __restrict__ v_d0, float* __restrict__ v_conv1_bias_grad) {
+  float acc = 0x0p+0f;
+  for (i64 r = 0; r < 32; ++r) {
+    for (i64 r1 = 0; r1 < 1024; ++r1) {
+      acc = (acc + v_d0[((((o % 16) * 1024) + (r * 16384)) + r1)]);
+    }
+  }
+  v_conv1_bias_grad[o] = acc;
+}
 // %conv1.bias.grad = reduce_sum(%d0) {axes=[0,2,3], keepdim=false}
 static int k14_reduce_sum(const float* __restrict__ v_d0, float* __restrict__ v_conv1_bias_grad) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 o = 0; o < 16; ++o) {
-    float acc = 0x0p+0f;
-    for (i64 r = 0; r < 32; ++r) {
-      for (i64 r1 = 0; r1 < 1024; ++r1) {
-        acc = (acc + v_d0[((((o % 16) * 1024) + (r * 16384)) + r1)]);
-      }
-    }
-    v_conv1_bias_grad[o] = acc;
+    k14_reduce_sum_p0(o, v_d0, v_conv1_bias_grad);
   }
   return 0;
 }
 
+static inline void k15_im2col_p0(i64 bc, const float* __restrict__ v_h1, float* __restrict__ s_col_1) {
+  i64 xbase = (bc * 1024);
+  i64 cbase = (bc * 2304);
+  for (i64 row = 0; row < 9; ++row) {
+    for (i64 i = 0; i < 256; ++i) {
+      s_col_1[((cbase + (row * 256)) + i)] = 0x0p+0f;
+    }
+  }
+  for (i64 ki = 0; ki < 3; ++ki) {
+    for (i64 kj = 0; kj < 3; ++kj) {
+      for (i64 oh = (0 < (((1 - ki) + 1) / 2) ? (((1 - ki) + 1) / 2) : 0); oh < (((((1 - ki) + 31) / 2) + 1) < 16 ? ((((1 - ki) + 31) / 2) + 1) : 16); ++oh) {
+        i64 ih = (((oh * 2) - 1) + ki);
+        for (i64 ow = (0 < (((1 - kj) + 1) / 2) ? (((1 - kj) + 1) / 2) : 0); ow < (((((1 - kj) + 31) / 2) + 1) < 16 ? ((((1 - kj) + 31) / 2) + 1) : 16); ++ow) {
+          s_col_1[(((cbase + (((ki * 3) + kj) * 256)) + (oh * 16)) + ow)] = v_h1[((xbase + (ih * 32)) + (((ow * 2) - 1) + kj))];
+        }
+      }
+    }
+  }
+}
 // %conv2.weight.grad = conv2d_backward_weight(%d1, %h1) {dilation=[1,1], groups=1, kernel=[3,3], padding=[1,1], stride=[2,2]}
 //   (im2col of h1)
 static int k15_im2col(const float* __restrict__ v_h1, float* __restrict__ s_col_1) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 bc = 0; bc < 512; ++bc) {
-    i64 xbase = (bc * 1024);
-    i64 cbase = (bc * 2304);
-    for (i64 row = 0; row < 9; ++row) {
-      for (i64 i = 0; i < 256; ++i) {
-        s_col_1[((cbase + (row * 256)) + i)] = 0x0p+0f;
-      }
-    }
-    for (i64 ki = 0; ki < 3; ++ki) {
-      for (i64 kj = 0; kj < 3; ++kj) {
-        for (i64 oh = (0 < (((1 - ki) + 1) / 2) ? (((1 - ki) + 1) / 2) : 0); oh < (((((1 - ki) + 31) / 2) + 1) < 16 ? ((((1 - ki) + 31) / 2) + 1) : 16); ++oh) {
-          i64 ih = (((oh * 2) - 1) + ki);
-          for (i64 ow = (0 < (((1 - kj) + 1) / 2) ? (((1 - kj) + 1) / 2) : 0); ow < (((((1 - kj) + 31) / 2) + 1) < 16 ? ((((1 - kj) + 31) / 2) + 1) : 16); ++ow) {
-            s_col_1[(((cbase + (((ki * 3) + kj) * 256)) + (oh * 16)) + ow)] = v_h1[((xbase + (ih * 32)) + (((ow * 2) - 1) + kj))];
-          }
-        }
-      }
-    }
+    k15_im2col_p0(bc, v_h1, s_col_1);
   }
   return 0;
 }
@@ -425,28 +458,31 @@ static int k17_dw_sum(const float* __restrict__ s_dw_parts, float* __restrict__ 
   return 0;
 }
 
+static inline void k18_im2col_p0(i64 bc, const float* __restrict__ in_image, float* __restrict__ s_col_2) {
+  i64 xbase = (bc * 1024);
+  i64 cbase = (bc * 9216);
+  for (i64 row = 0; row < 9; ++row) {
+    for (i64 i = 0; i < 1024; ++i) {
+      s_col_2[((cbase + (row * 1024)) + i)] = 0x0p+0f;
+    }
+  }
+  for (i64 ki = 0; ki < 3; ++ki) {
+    for (i64 kj = 0; kj < 3; ++kj) {
+      for (i64 oh = (0 < (1 - ki) ? (1 - ki) : 0); oh < (((1 - ki) + 32) < 32 ? ((1 - ki) + 32) : 32); ++oh) {
+        i64 ih = ((oh - 1) + ki);
+        for (i64 ow = (0 < (1 - kj) ? (1 - kj) : 0); ow < (((1 - kj) + 32) < 32 ? ((1 - kj) + 32) : 32); ++ow) {
+          s_col_2[(((cbase + (((ki * 3) + kj) * 1024)) + (oh * 32)) + ow)] = in_image[((xbase + (ih * 32)) + ((ow - 1) + kj))];
+        }
+      }
+    }
+  }
+}
 // %conv1.weight.grad = conv2d_backward_weight(%d0, %image) {dilation=[1,1], groups=1, kernel=[3,3], padding=[1,1], stride=[1,1]}
 //   (im2col of image)
 static int k18_im2col(const float* __restrict__ in_image, float* __restrict__ s_col_2) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 bc = 0; bc < 96; ++bc) {
-    i64 xbase = (bc * 1024);
-    i64 cbase = (bc * 9216);
-    for (i64 row = 0; row < 9; ++row) {
-      for (i64 i = 0; i < 1024; ++i) {
-        s_col_2[((cbase + (row * 1024)) + i)] = 0x0p+0f;
-      }
-    }
-    for (i64 ki = 0; ki < 3; ++ki) {
-      for (i64 kj = 0; kj < 3; ++kj) {
-        for (i64 oh = (0 < (1 - ki) ? (1 - ki) : 0); oh < (((1 - ki) + 32) < 32 ? ((1 - ki) + 32) : 32); ++oh) {
-          i64 ih = ((oh - 1) + ki);
-          for (i64 ow = (0 < (1 - kj) ? (1 - kj) : 0); ow < (((1 - kj) + 32) < 32 ? ((1 - kj) + 32) : 32); ++ow) {
-            s_col_2[(((cbase + (((ki * 3) + kj) * 1024)) + (oh * 32)) + ow)] = in_image[((xbase + (ih * 32)) + ((ow - 1) + kj))];
-          }
-        }
-      }
-    }
+    k18_im2col_p0(bc, in_image, s_col_2);
   }
   return 0;
 }

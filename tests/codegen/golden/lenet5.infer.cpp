@@ -96,71 +96,77 @@ static void dnnc_sgemm_split_k(bool ta, bool tb, i64 m, i64 n, i64 k, float alph
   __builtin_free(part);
 }
 
+static inline void k0_conv2d_pool_p0(i64 bo, const float* __restrict__ in_image, const float* __restrict__ p_conv1_weight, const float* __restrict__ p_conv1_bias, float* __restrict__ s_plane, float* __restrict__ v_h1) {
+  i64 b = (bo / 6);
+  i64 o = (bo % 6);
+  i64 ybase = (bo * 784);
+  float bias = p_conv1_bias[o];
+  for (i64 i = 0; i < 784; ++i) {
+    s_plane[(ybase + i)] = bias;
+  }
+  for (i64 cw = 0; cw < 1; ++cw) {
+    i64 xbase = ((b + cw) * 784);
+    for (i64 ki = 0; ki < 5; ++ki) {
+      for (i64 kj = 0; kj < 5; ++kj) {
+        float wv = p_conv1_weight[(((((o + cw) * 5) + ki) * 5) + kj)];
+        for (i64 oh = (0 < (2 - ki) ? (2 - ki) : 0); oh < (((2 - ki) + 28) < 28 ? ((2 - ki) + 28) : 28); ++oh) {
+          i64 ih = ((oh - 2) + ki);
+          for (i64 ow = (0 < (2 - kj) ? (2 - kj) : 0); ow < (((2 - kj) + 28) < 28 ? ((2 - kj) + 28) : 28); ++ow) {
+            s_plane[((ybase + (oh * 28)) + ow)] += (wv * in_image[((xbase + (ih * 28)) + ((ow - 2) + kj))]);
+          }
+        }
+      }
+    }
+  }
+  for (i64 i1 = 0; i1 < 784; ++i1) {
+    float c = s_plane[(ybase + i1)];
+    s_plane[(ybase + i1)] = ((c > 0x0p+0f) ? c : 0x0p+0f);
+  }
+  for (i64 ph = 0; ph < 14; ++ph) {
+    i64 prow = (ybase + (ph * 56));
+    for (i64 pw = 0; pw < 14; ++pw) {
+      float v = s_plane[(prow + (pw * 2))];
+      float v1 = s_plane[((prow + (pw * 2)) + 1)];
+      float m = (((v1 > v) || __builtin_isnan(v1)) ? v1 : v);
+      float v2 = s_plane[((prow + (pw * 2)) + 28)];
+      float m1 = (((v2 > m) || __builtin_isnan(v2)) ? v2 : m);
+      float v3 = s_plane[((prow + (pw * 2)) + 29)];
+      float m2 = (((v3 > m1) || __builtin_isnan(v3)) ? v3 : m1);
+      v_h1[(((bo * 196) + (ph * 14)) + pw)] = m2;
+    }
+  }
+}
 // %0 = conv2d(%image, @conv1.weight, @conv1.bias) {dilation=[1,1], groups=1, padding=[2,2], stride=[1,1]}
 // %1 = relu(%0)
 // %h1 = maxpool2d(%1) {kernel=[2,2], padding=[0,0], stride=[]}
 static int k0_conv2d_pool(const float* __restrict__ in_image, const float* __restrict__ p_conv1_weight, const float* __restrict__ p_conv1_bias, float* __restrict__ s_plane, float* __restrict__ v_h1) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 bo = 0; bo < 384; ++bo) {
-    i64 b = (bo / 6);
-    i64 o = (bo % 6);
-    i64 ybase = (bo * 784);
-    float bias = p_conv1_bias[o];
-    for (i64 i = 0; i < 784; ++i) {
-      s_plane[(ybase + i)] = bias;
-    }
-    for (i64 cw = 0; cw < 1; ++cw) {
-      i64 xbase = ((b + cw) * 784);
-      for (i64 ki = 0; ki < 5; ++ki) {
-        for (i64 kj = 0; kj < 5; ++kj) {
-          float wv = p_conv1_weight[(((((o + cw) * 5) + ki) * 5) + kj)];
-          for (i64 oh = (0 < (2 - ki) ? (2 - ki) : 0); oh < (((2 - ki) + 28) < 28 ? ((2 - ki) + 28) : 28); ++oh) {
-            i64 ih = ((oh - 2) + ki);
-            for (i64 ow = (0 < (2 - kj) ? (2 - kj) : 0); ow < (((2 - kj) + 28) < 28 ? ((2 - kj) + 28) : 28); ++ow) {
-              s_plane[((ybase + (oh * 28)) + ow)] += (wv * in_image[((xbase + (ih * 28)) + ((ow - 2) + kj))]);
-            }
-          }
-        }
-      }
-    }
-    for (i64 i1 = 0; i1 < 784; ++i1) {
-      float c = s_plane[(ybase + i1)];
-      s_plane[(ybase + i1)] = ((c > 0x0p+0f) ? c : 0x0p+0f);
-    }
-    for (i64 ph = 0; ph < 14; ++ph) {
-      i64 prow = (ybase + (ph * 56));
-      for (i64 pw = 0; pw < 14; ++pw) {
-        float v = s_plane[(prow + (pw * 2))];
-        float v1 = s_plane[((prow + (pw * 2)) + 1)];
-        float m = (((v1 > v) || __builtin_isnan(v1)) ? v1 : v);
-        float v2 = s_plane[((prow + (pw * 2)) + 28)];
-        float m1 = (((v2 > m) || __builtin_isnan(v2)) ? v2 : m);
-        float v3 = s_plane[((prow + (pw * 2)) + 29)];
-        float m2 = (((v3 > m1) || __builtin_isnan(v3)) ? v3 : m1);
-        v_h1[(((bo * 196) + (ph * 14)) + pw)] = m2;
-      }
-    }
+    k0_conv2d_pool_p0(bo, in_image, p_conv1_weight, p_conv1_bias, s_plane, v_h1);
   }
   return 0;
 }
 
+static inline void k1_im2col_p0(i64 bc, const float* __restrict__ v_h1, float* __restrict__ s_col) {
+  i64 xbase = (bc * 196);
+  i64 cbase = (bc * 2500);
+  for (i64 ki = 0; ki < 5; ++ki) {
+    for (i64 kj = 0; kj < 5; ++kj) {
+      for (i64 oh = (0 < (-ki) ? (-ki) : 0); oh < (((-ki) + 14) < 10 ? ((-ki) + 14) : 10); ++oh) {
+        i64 ih = (oh + ki);
+        for (i64 ow = (0 < (-kj) ? (-kj) : 0); ow < (((-kj) + 14) < 10 ? ((-kj) + 14) : 10); ++ow) {
+          s_col[(((cbase + (((ki * 5) + kj) * 100)) + (oh * 10)) + ow)] = v_h1[((xbase + (ih * 14)) + (ow + kj))];
+        }
+      }
+    }
+  }
+}
 // %2 = conv2d(%h1, @conv2.weight, @conv2.bias) {dilation=[1,1], groups=1, padding=[0,0], stride=[1,1]}
 //   (im2col of h1)
 static int k1_im2col(const float* __restrict__ v_h1, float* __restrict__ s_col) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 bc = 0; bc < 384; ++bc) {
-    i64 xbase = (bc * 196);
-    i64 cbase = (bc * 2500);
-    for (i64 ki = 0; ki < 5; ++ki) {
-      for (i64 kj = 0; kj < 5; ++kj) {
-        for (i64 oh = (0 < (-ki) ? (-ki) : 0); oh < (((-ki) + 14) < 10 ? ((-ki) + 14) : 10); ++oh) {
-          i64 ih = (oh + ki);
-          for (i64 ow = (0 < (-kj) ? (-kj) : 0); ow < (((-kj) + 14) < 10 ? ((-kj) + 14) : 10); ++ow) {
-            s_col[(((cbase + (((ki * 5) + kj) * 100)) + (oh * 10)) + ow)] = v_h1[((xbase + (ih * 14)) + (ow + kj))];
-          }
-        }
-      }
-    }
+    k1_im2col_p0(bc, v_h1, s_col);
   }
   return 0;
 }
@@ -179,39 +185,45 @@ static void g2_gemm(const float* __restrict__ a, const float* __restrict__ b, co
   }
 }
 
+static inline void k3_relu_p0(i64 i, const float* __restrict__ v_2, float* __restrict__ v_3) {
+  v_3[i] = ((v_2[i] > 0x0p+0f) ? v_2[i] : 0x0p+0f);
+}
 // %3 = relu(%2)
 static int k3_relu(const float* __restrict__ v_2, float* __restrict__ v_3) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 i = 0; i < 102400; ++i) {
-    v_3[i] = ((v_2[i] > 0x0p+0f) ? v_2[i] : 0x0p+0f);
+    k3_relu_p0(i, v_2, v_3);
   }
   return 0;
 }
 
+static inline void k4_maxpool2d_p0(i64 bc, const float* __restrict__ v_3, float* __restrict__ v_h2) {
+  i64 xbase = (bc * 100);
+  i64 ybase = (bc * 25);
+  for (i64 oh = 0; oh < 5; ++oh) {
+    for (i64 ow = 0; ow < 5; ++ow) {
+      i64 h0 = (oh * 2);
+      i64 w0 = (ow * 2);
+      i64 best = (((h0 < 0 ? 0 : h0) * 10) + (w0 < 0 ? 0 : w0));
+      float best_val = (-__builtin_inff());
+      for (i64 ih = (h0 < 0 ? 0 : h0); ih < (10 < (h0 + 2) ? 10 : (h0 + 2)); ++ih) {
+        for (i64 iw = (w0 < 0 ? 0 : w0); iw < (10 < (w0 + 2) ? 10 : (w0 + 2)); ++iw) {
+          float v = v_3[((xbase + (ih * 10)) + iw)];
+          if (((v > best_val) || __builtin_isnan(v))) {
+            best_val = v;
+            best = ((ih * 10) + iw);
+          }
+        }
+      }
+      v_h2[((ybase + (oh * 5)) + ow)] = v_3[(xbase + best)];
+    }
+  }
+}
 // %h2 = maxpool2d(%3) {kernel=[2,2], padding=[0,0], stride=[]}
 static int k4_maxpool2d(const float* __restrict__ v_3, float* __restrict__ v_h2) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 bc = 0; bc < 1024; ++bc) {
-    i64 xbase = (bc * 100);
-    i64 ybase = (bc * 25);
-    for (i64 oh = 0; oh < 5; ++oh) {
-      for (i64 ow = 0; ow < 5; ++ow) {
-        i64 h0 = (oh * 2);
-        i64 w0 = (ow * 2);
-        i64 best = (((h0 < 0 ? 0 : h0) * 10) + (w0 < 0 ? 0 : w0));
-        float best_val = (-__builtin_inff());
-        for (i64 ih = (h0 < 0 ? 0 : h0); ih < (10 < (h0 + 2) ? 10 : (h0 + 2)); ++ih) {
-          for (i64 iw = (w0 < 0 ? 0 : w0); iw < (10 < (w0 + 2) ? 10 : (w0 + 2)); ++iw) {
-            float v = v_3[((xbase + (ih * 10)) + iw)];
-            if (((v > best_val) || __builtin_isnan(v))) {
-              best_val = v;
-              best = ((ih * 10) + iw);
-            }
-          }
-        }
-        v_h2[((ybase + (oh * 5)) + ow)] = v_3[(xbase + best)];
-      }
-    }
+    k4_maxpool2d_p0(bc, v_3, v_h2);
   }
   return 0;
 }

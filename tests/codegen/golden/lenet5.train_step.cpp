@@ -96,71 +96,77 @@ static void dnnc_sgemm_split_k(bool ta, bool tb, i64 m, i64 n, i64 k, float alph
   __builtin_free(part);
 }
 
+static inline void k0_conv2d_pool_p0(i64 bo, const float* __restrict__ in_image, const float* __restrict__ p_conv1_weight, const float* __restrict__ p_conv1_bias, float* __restrict__ v_1, float* __restrict__ v_h1) {
+  i64 b = (bo / 6);
+  i64 o = (bo % 6);
+  i64 ybase = (bo * 784);
+  float bias = p_conv1_bias[o];
+  for (i64 i = 0; i < 784; ++i) {
+    v_1[(ybase + i)] = bias;
+  }
+  for (i64 cw = 0; cw < 1; ++cw) {
+    i64 xbase = ((b + cw) * 784);
+    for (i64 ki = 0; ki < 5; ++ki) {
+      for (i64 kj = 0; kj < 5; ++kj) {
+        float wv = p_conv1_weight[(((((o + cw) * 5) + ki) * 5) + kj)];
+        for (i64 oh = (0 < (2 - ki) ? (2 - ki) : 0); oh < (((2 - ki) + 28) < 28 ? ((2 - ki) + 28) : 28); ++oh) {
+          i64 ih = ((oh - 2) + ki);
+          for (i64 ow = (0 < (2 - kj) ? (2 - kj) : 0); ow < (((2 - kj) + 28) < 28 ? ((2 - kj) + 28) : 28); ++ow) {
+            v_1[((ybase + (oh * 28)) + ow)] += (wv * in_image[((xbase + (ih * 28)) + ((ow - 2) + kj))]);
+          }
+        }
+      }
+    }
+  }
+  for (i64 i1 = 0; i1 < 784; ++i1) {
+    float c = v_1[(ybase + i1)];
+    v_1[(ybase + i1)] = ((c > 0x0p+0f) ? c : 0x0p+0f);
+  }
+  for (i64 ph = 0; ph < 14; ++ph) {
+    i64 prow = (ybase + (ph * 56));
+    for (i64 pw = 0; pw < 14; ++pw) {
+      float v = v_1[(prow + (pw * 2))];
+      float v1 = v_1[((prow + (pw * 2)) + 1)];
+      float m = (((v1 > v) || __builtin_isnan(v1)) ? v1 : v);
+      float v2 = v_1[((prow + (pw * 2)) + 28)];
+      float m1 = (((v2 > m) || __builtin_isnan(v2)) ? v2 : m);
+      float v3 = v_1[((prow + (pw * 2)) + 29)];
+      float m2 = (((v3 > m1) || __builtin_isnan(v3)) ? v3 : m1);
+      v_h1[(((bo * 196) + (ph * 14)) + pw)] = m2;
+    }
+  }
+}
 // %0 = conv2d(%image, @conv1.weight, @conv1.bias) {dilation=[1,1], groups=1, padding=[2,2], stride=[1,1]}
 // %1 = relu(%0)
 // %h1 = maxpool2d(%1) {kernel=[2,2], padding=[0,0], stride=[]}
 static int k0_conv2d_pool(const float* __restrict__ in_image, const float* __restrict__ p_conv1_weight, const float* __restrict__ p_conv1_bias, float* __restrict__ v_1, float* __restrict__ v_h1) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 bo = 0; bo < 384; ++bo) {
-    i64 b = (bo / 6);
-    i64 o = (bo % 6);
-    i64 ybase = (bo * 784);
-    float bias = p_conv1_bias[o];
-    for (i64 i = 0; i < 784; ++i) {
-      v_1[(ybase + i)] = bias;
-    }
-    for (i64 cw = 0; cw < 1; ++cw) {
-      i64 xbase = ((b + cw) * 784);
-      for (i64 ki = 0; ki < 5; ++ki) {
-        for (i64 kj = 0; kj < 5; ++kj) {
-          float wv = p_conv1_weight[(((((o + cw) * 5) + ki) * 5) + kj)];
-          for (i64 oh = (0 < (2 - ki) ? (2 - ki) : 0); oh < (((2 - ki) + 28) < 28 ? ((2 - ki) + 28) : 28); ++oh) {
-            i64 ih = ((oh - 2) + ki);
-            for (i64 ow = (0 < (2 - kj) ? (2 - kj) : 0); ow < (((2 - kj) + 28) < 28 ? ((2 - kj) + 28) : 28); ++ow) {
-              v_1[((ybase + (oh * 28)) + ow)] += (wv * in_image[((xbase + (ih * 28)) + ((ow - 2) + kj))]);
-            }
-          }
-        }
-      }
-    }
-    for (i64 i1 = 0; i1 < 784; ++i1) {
-      float c = v_1[(ybase + i1)];
-      v_1[(ybase + i1)] = ((c > 0x0p+0f) ? c : 0x0p+0f);
-    }
-    for (i64 ph = 0; ph < 14; ++ph) {
-      i64 prow = (ybase + (ph * 56));
-      for (i64 pw = 0; pw < 14; ++pw) {
-        float v = v_1[(prow + (pw * 2))];
-        float v1 = v_1[((prow + (pw * 2)) + 1)];
-        float m = (((v1 > v) || __builtin_isnan(v1)) ? v1 : v);
-        float v2 = v_1[((prow + (pw * 2)) + 28)];
-        float m1 = (((v2 > m) || __builtin_isnan(v2)) ? v2 : m);
-        float v3 = v_1[((prow + (pw * 2)) + 29)];
-        float m2 = (((v3 > m1) || __builtin_isnan(v3)) ? v3 : m1);
-        v_h1[(((bo * 196) + (ph * 14)) + pw)] = m2;
-      }
-    }
+    k0_conv2d_pool_p0(bo, in_image, p_conv1_weight, p_conv1_bias, v_1, v_h1);
   }
   return 0;
 }
 
+static inline void k1_im2col_p0(i64 bc, const float* __restrict__ v_h1, float* __restrict__ s_col) {
+  i64 xbase = (bc * 196);
+  i64 cbase = (bc * 2500);
+  for (i64 ki = 0; ki < 5; ++ki) {
+    for (i64 kj = 0; kj < 5; ++kj) {
+      for (i64 oh = (0 < (-ki) ? (-ki) : 0); oh < (((-ki) + 14) < 10 ? ((-ki) + 14) : 10); ++oh) {
+        i64 ih = (oh + ki);
+        for (i64 ow = (0 < (-kj) ? (-kj) : 0); ow < (((-kj) + 14) < 10 ? ((-kj) + 14) : 10); ++ow) {
+          s_col[(((cbase + (((ki * 5) + kj) * 100)) + (oh * 10)) + ow)] = v_h1[((xbase + (ih * 14)) + (ow + kj))];
+        }
+      }
+    }
+  }
+}
 // %2 = conv2d(%h1, @conv2.weight, @conv2.bias) {dilation=[1,1], groups=1, padding=[0,0], stride=[1,1]}
 //   (im2col of h1)
 static int k1_im2col(const float* __restrict__ v_h1, float* __restrict__ s_col) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 bc = 0; bc < 384; ++bc) {
-    i64 xbase = (bc * 196);
-    i64 cbase = (bc * 2500);
-    for (i64 ki = 0; ki < 5; ++ki) {
-      for (i64 kj = 0; kj < 5; ++kj) {
-        for (i64 oh = (0 < (-ki) ? (-ki) : 0); oh < (((-ki) + 14) < 10 ? ((-ki) + 14) : 10); ++oh) {
-          i64 ih = (oh + ki);
-          for (i64 ow = (0 < (-kj) ? (-kj) : 0); ow < (((-kj) + 14) < 10 ? ((-kj) + 14) : 10); ++ow) {
-            s_col[(((cbase + (((ki * 5) + kj) * 100)) + (oh * 10)) + ow)] = v_h1[((xbase + (ih * 14)) + (ow + kj))];
-          }
-        }
-      }
-    }
+    k1_im2col_p0(bc, v_h1, s_col);
   }
   return 0;
 }
@@ -179,39 +185,45 @@ static void g2_gemm(const float* __restrict__ a, const float* __restrict__ b, co
   }
 }
 
+static inline void k3_relu_p0(i64 i, const float* __restrict__ v_2, float* __restrict__ v_3) {
+  v_3[i] = ((v_2[i] > 0x0p+0f) ? v_2[i] : 0x0p+0f);
+}
 // %3 = relu(%2)
 static int k3_relu(const float* __restrict__ v_2, float* __restrict__ v_3) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 i = 0; i < 102400; ++i) {
-    v_3[i] = ((v_2[i] > 0x0p+0f) ? v_2[i] : 0x0p+0f);
+    k3_relu_p0(i, v_2, v_3);
   }
   return 0;
 }
 
+static inline void k4_maxpool2d_p0(i64 bc, const float* __restrict__ v_3, float* __restrict__ v_h2) {
+  i64 xbase = (bc * 100);
+  i64 ybase = (bc * 25);
+  for (i64 oh = 0; oh < 5; ++oh) {
+    for (i64 ow = 0; ow < 5; ++ow) {
+      i64 h0 = (oh * 2);
+      i64 w0 = (ow * 2);
+      i64 best = (((h0 < 0 ? 0 : h0) * 10) + (w0 < 0 ? 0 : w0));
+      float best_val = (-__builtin_inff());
+      for (i64 ih = (h0 < 0 ? 0 : h0); ih < (10 < (h0 + 2) ? 10 : (h0 + 2)); ++ih) {
+        for (i64 iw = (w0 < 0 ? 0 : w0); iw < (10 < (w0 + 2) ? 10 : (w0 + 2)); ++iw) {
+          float v = v_3[((xbase + (ih * 10)) + iw)];
+          if (((v > best_val) || __builtin_isnan(v))) {
+            best_val = v;
+            best = ((ih * 10) + iw);
+          }
+        }
+      }
+      v_h2[((ybase + (oh * 5)) + ow)] = v_3[(xbase + best)];
+    }
+  }
+}
 // %h2 = maxpool2d(%3) {kernel=[2,2], padding=[0,0], stride=[]}
 static int k4_maxpool2d(const float* __restrict__ v_3, float* __restrict__ v_h2) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 bc = 0; bc < 1024; ++bc) {
-    i64 xbase = (bc * 100);
-    i64 ybase = (bc * 25);
-    for (i64 oh = 0; oh < 5; ++oh) {
-      for (i64 ow = 0; ow < 5; ++ow) {
-        i64 h0 = (oh * 2);
-        i64 w0 = (ow * 2);
-        i64 best = (((h0 < 0 ? 0 : h0) * 10) + (w0 < 0 ? 0 : w0));
-        float best_val = (-__builtin_inff());
-        for (i64 ih = (h0 < 0 ? 0 : h0); ih < (10 < (h0 + 2) ? 10 : (h0 + 2)); ++ih) {
-          for (i64 iw = (w0 < 0 ? 0 : w0); iw < (10 < (w0 + 2) ? 10 : (w0 + 2)); ++iw) {
-            float v = v_3[((xbase + (ih * 10)) + iw)];
-            if (((v > best_val) || __builtin_isnan(v))) {
-              best_val = v;
-              best = ((ih * 10) + iw);
-            }
-          }
-        }
-        v_h2[((ybase + (oh * 5)) + ow)] = v_3[(xbase + best)];
-      }
-    }
+    k4_maxpool2d_p0(bc, v_3, v_h2);
   }
   return 0;
 }
@@ -372,58 +384,60 @@ static void g11_gemm(const float* __restrict__ a, const float* __restrict__ b, f
   dnnc_sgemm_split(false, false, 64, 400, 120, 0x1p+0f, a, 120, b, 400, 0x0p+0f, c, 400);
 }
 
+static inline void k12_maxpool2d_backward_bias_p0(i64 ch, const float* __restrict__ v_dh2, const float* __restrict__ v_3, float* __restrict__ v_d2, float* __restrict__ s_bias_part, float* __restrict__ s_pool_argmax, float* __restrict__ v_conv2_bias_grad) {
+  i64 pbase = (ch * 10);
+  for (i64 j = 0; j < 10; ++j) {
+    s_bias_part[(pbase + j)] = 0x0p+0f;
+  }
+  for (i64 b = 0; b < 64; ++b) {
+    i64 bc = ((b * 16) + ch);
+    i64 xbase = (bc * 100);
+    i64 ybase = (bc * 25);
+    for (i64 oh = 0; oh < 5; ++oh) {
+      i64 row = (xbase + (oh * 20));
+      for (i64 ow = 0; ow < 5; ++ow) {
+        i64 col = (row + (ow * 2));
+        float v = v_3[col];
+        float v1 = v_3[(col + 1)];
+        float bi = (__builtin_isnan(v1) ? 0x1p+0f : ((v1 > v) ? 0x1p+0f : 0x0p+0f));
+        float m = (__builtin_isnan(v1) ? v1 : ((v1 > v) ? v1 : v));
+        float v2 = v_3[(col + 10)];
+        float bi1 = (__builtin_isnan(v2) ? 0x1p+1f : ((v2 > m) ? 0x1p+1f : bi));
+        float m1 = (__builtin_isnan(v2) ? v2 : ((v2 > m) ? v2 : m));
+        float v3 = v_3[(col + 11)];
+        float bi2 = (__builtin_isnan(v3) ? 0x1.8p+1f : ((v3 > m1) ? 0x1.8p+1f : bi1));
+        float m2 = (__builtin_isnan(v3) ? v3 : ((v3 > m1) ? v3 : m1));
+        s_pool_argmax[((ch * 5) + ow)] = bi2;
+      }
+      for (i64 ow1 = 0; ow1 < 5; ++ow1) {
+        i64 col1 = (row + (ow1 * 2));
+        float bi3 = s_pool_argmax[((ch * 5) + ow1)];
+        float grad = v_dh2[((ybase + (oh * 5)) + ow1)];
+        float d = ((v_3[col1] > 0x0p+0f) ? ((bi3 == 0x0p+0f) ? grad : 0x0p+0f) : 0x0p+0f);
+        v_d2[col1] = d;
+        float d1 = ((v_3[(col1 + 1)] > 0x0p+0f) ? ((bi3 == 0x1p+0f) ? grad : 0x0p+0f) : 0x0p+0f);
+        v_d2[(col1 + 1)] = d1;
+        float d2 = ((v_3[(col1 + 10)] > 0x0p+0f) ? ((bi3 == 0x1p+1f) ? grad : 0x0p+0f) : 0x0p+0f);
+        v_d2[(col1 + 10)] = d2;
+        float d3 = ((v_3[(col1 + 11)] > 0x0p+0f) ? ((bi3 == 0x1.8p+1f) ? grad : 0x0p+0f) : 0x0p+0f);
+        v_d2[(col1 + 11)] = d3;
+        s_bias_part[(pbase + ow1)] += (((d + d1) + d2) + d3);
+      }
+    }
+  }
+  float acc = 0x0p+0f;
+  for (i64 j1 = 0; j1 < 10; ++j1) {
+    acc = (acc + s_bias_part[(pbase + j1)]);
+  }
+  v_conv2_bias_grad[ch] = acc;
+}
 // %d3 = maxpool2d_backward(%dh2, %3) {kernel=[2,2], padding=[0,0], stride=[]}
 // %d2 = relu_backward(%d3, %3)
 // %conv2.bias.grad = reduce_sum(%d2) {axes=[0,2,3], keepdim=false}
 static int k12_maxpool2d_backward_bias(const float* __restrict__ v_dh2, const float* __restrict__ v_3, float* __restrict__ v_d2, float* __restrict__ s_bias_part, float* __restrict__ s_pool_argmax, float* __restrict__ v_conv2_bias_grad) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 ch = 0; ch < 16; ++ch) {
-    i64 pbase = (ch * 10);
-    for (i64 j = 0; j < 10; ++j) {
-      s_bias_part[(pbase + j)] = 0x0p+0f;
-    }
-    for (i64 b = 0; b < 64; ++b) {
-      i64 bc = ((b * 16) + ch);
-      i64 xbase = (bc * 100);
-      i64 ybase = (bc * 25);
-      for (i64 oh = 0; oh < 5; ++oh) {
-        i64 row = (xbase + (oh * 20));
-        for (i64 ow = 0; ow < 5; ++ow) {
-          i64 col = (row + (ow * 2));
-          float v = v_3[col];
-          float v1 = v_3[(col + 1)];
-          float bi = (__builtin_isnan(v1) ? 0x1p+0f : ((v1 > v) ? 0x1p+0f : 0x0p+0f));
-          float m = (__builtin_isnan(v1) ? v1 : ((v1 > v) ? v1 : v));
-          float v2 = v_3[(col + 10)];
-          float bi1 = (__builtin_isnan(v2) ? 0x1p+1f : ((v2 > m) ? 0x1p+1f : bi));
-          float m1 = (__builtin_isnan(v2) ? v2 : ((v2 > m) ? v2 : m));
-          float v3 = v_3[(col + 11)];
-          float bi2 = (__builtin_isnan(v3) ? 0x1.8p+1f : ((v3 > m1) ? 0x1.8p+1f : bi1));
-          float m2 = (__builtin_isnan(v3) ? v3 : ((v3 > m1) ? v3 : m1));
-          s_pool_argmax[((ch * 5) + ow)] = bi2;
-        }
-        for (i64 ow1 = 0; ow1 < 5; ++ow1) {
-          i64 col1 = (row + (ow1 * 2));
-          float bi3 = s_pool_argmax[((ch * 5) + ow1)];
-          float grad = v_dh2[((ybase + (oh * 5)) + ow1)];
-          v_d2[col1] = ((v_3[col1] > 0x0p+0f) ? ((bi3 == 0x0p+0f) ? grad : 0x0p+0f) : 0x0p+0f);
-          v_d2[(col1 + 1)] = ((v_3[(col1 + 1)] > 0x0p+0f) ? ((bi3 == 0x1p+0f) ? grad : 0x0p+0f) : 0x0p+0f);
-          v_d2[(col1 + 10)] = ((v_3[(col1 + 10)] > 0x0p+0f) ? ((bi3 == 0x1p+1f) ? grad : 0x0p+0f) : 0x0p+0f);
-          v_d2[(col1 + 11)] = ((v_3[(col1 + 11)] > 0x0p+0f) ? ((bi3 == 0x1.8p+1f) ? grad : 0x0p+0f) : 0x0p+0f);
-        }
-      }
-      for (i64 ih = 0; ih < 10; ++ih) {
-        i64 srow = (xbase + (ih * 10));
-        for (i64 iw = 0; iw < 10; ++iw) {
-          s_bias_part[(pbase + iw)] += v_d2[(srow + iw)];
-        }
-      }
-    }
-    float acc = 0x0p+0f;
-    for (i64 j1 = 0; j1 < 10; ++j1) {
-      acc = (acc + s_bias_part[(pbase + j1)]);
-    }
-    v_conv2_bias_grad[ch] = acc;
+    k12_maxpool2d_backward_bias_p0(ch, v_dh2, v_3, v_d2, s_bias_part, s_pool_argmax, v_conv2_bias_grad);
   }
   return 0;
 }
@@ -437,46 +451,52 @@ static void g13_gemm(const float* __restrict__ a, const float* __restrict__ b, f
   }
 }
 
-// %dh1 = conv2d_backward_input(%d2, @conv2.weight) {dilation=[1,1], groups=1, input_hw=[14,14], padding=[0,0], stride=[1,1]}
-static int k14_col2im(const float* __restrict__ s_dcol, float* __restrict__ v_dh1) {
-  #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
-  for (i64 bc = 0; bc < 384; ++bc) {
-    i64 xbase = (bc * 196);
-    for (i64 i = 0; i < 196; ++i) {
-      v_dh1[(xbase + i)] = 0x0p+0f;
-    }
-    i64 cbase = (bc * 2500);
-    for (i64 ki = 0; ki < 5; ++ki) {
-      for (i64 kj = 0; kj < 5; ++kj) {
-        for (i64 oh = (0 < (-ki) ? (-ki) : 0); oh < (((-ki) + 14) < 10 ? ((-ki) + 14) : 10); ++oh) {
-          i64 ih = (oh + ki);
-          for (i64 ow = (0 < (-kj) ? (-kj) : 0); ow < (((-kj) + 14) < 10 ? ((-kj) + 14) : 10); ++ow) {
-            v_dh1[((xbase + (ih * 14)) + (ow + kj))] += s_dcol[(((cbase + (((ki * 5) + kj) * 100)) + (oh * 10)) + ow)];
-          }
+static inline void k14_col2im_p0(i64 bc, const float* __restrict__ s_dcol, float* __restrict__ v_dh1) {
+  i64 xbase = (bc * 196);
+  for (i64 i = 0; i < 196; ++i) {
+    v_dh1[(xbase + i)] = 0x0p+0f;
+  }
+  i64 cbase = (bc * 2500);
+  for (i64 ki = 0; ki < 5; ++ki) {
+    for (i64 kj = 0; kj < 5; ++kj) {
+      for (i64 oh = (0 < (-ki) ? (-ki) : 0); oh < (((-ki) + 14) < 10 ? ((-ki) + 14) : 10); ++oh) {
+        i64 ih = (oh + ki);
+        for (i64 ow = (0 < (-kj) ? (-kj) : 0); ow < (((-kj) + 14) < 10 ? ((-kj) + 14) : 10); ++ow) {
+          v_dh1[((xbase + (ih * 14)) + (ow + kj))] += s_dcol[(((cbase + (((ki * 5) + kj) * 100)) + (oh * 10)) + ow)];
         }
       }
     }
   }
+}
+// %dh1 = conv2d_backward_input(%d2, @conv2.weight) {dilation=[1,1], groups=1, input_hw=[14,14], padding=[0,0], stride=[1,1]}
+static int k14_col2im(const float* __restrict__ s_dcol, float* __restrict__ v_dh1) {
+  #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
+  for (i64 bc = 0; bc < 384; ++bc) {
+    k14_col2im_p0(bc, s_dcol, v_dh1);
+  }
   return 0;
 }
 
+static inline void k15_im2col_p0(i64 bc, const float* __restrict__ v_h1, float* __restrict__ s_col_1) {
+  i64 xbase = (bc * 196);
+  i64 cbase = (bc * 2500);
+  for (i64 ki = 0; ki < 5; ++ki) {
+    for (i64 kj = 0; kj < 5; ++kj) {
+      for (i64 oh = (0 < (-ki) ? (-ki) : 0); oh < (((-ki) + 14) < 10 ? ((-ki) + 14) : 10); ++oh) {
+        i64 ih = (oh + ki);
+        for (i64 ow = (0 < (-kj) ? (-kj) : 0); ow < (((-kj) + 14) < 10 ? ((-kj) + 14) : 10); ++ow) {
+          s_col_1[(((cbase + (((ki * 5) + kj) * 100)) + (oh * 10)) + ow)] = v_h1[((xbase + (ih * 14)) + (ow + kj))];
+        }
+      }
+    }
+  }
+}
 // %conv2.weight.grad = conv2d_backward_weight(%d2, %h1) {dilation=[1,1], groups=1, kernel=[5,5], padding=[0,0], stride=[1,1]}
 //   (im2col of h1)
 static int k15_im2col(const float* __restrict__ v_h1, float* __restrict__ s_col_1) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 bc = 0; bc < 384; ++bc) {
-    i64 xbase = (bc * 196);
-    i64 cbase = (bc * 2500);
-    for (i64 ki = 0; ki < 5; ++ki) {
-      for (i64 kj = 0; kj < 5; ++kj) {
-        for (i64 oh = (0 < (-ki) ? (-ki) : 0); oh < (((-ki) + 14) < 10 ? ((-ki) + 14) : 10); ++oh) {
-          i64 ih = (oh + ki);
-          for (i64 ow = (0 < (-kj) ? (-kj) : 0); ow < (((-kj) + 14) < 10 ? ((-kj) + 14) : 10); ++ow) {
-            s_col_1[(((cbase + (((ki * 5) + kj) * 100)) + (oh * 10)) + ow)] = v_h1[((xbase + (ih * 14)) + (ow + kj))];
-          }
-        }
-      }
-    }
+    k15_im2col_p0(bc, v_h1, s_col_1);
   }
   return 0;
 }
@@ -504,84 +524,89 @@ static int k17_dw_sum(const float* __restrict__ s_dw_parts, float* __restrict__ 
   return 0;
 }
 
+static inline void k18_maxpool2d_backward_bias_p0(i64 ch, const float* __restrict__ v_dh1, const float* __restrict__ v_1, float* __restrict__ v_d0, float* __restrict__ s_bias_part_1, float* __restrict__ s_pool_argmax_1, float* __restrict__ v_conv1_bias_grad) {
+  i64 pbase = (ch * 28);
+  for (i64 j = 0; j < 28; ++j) {
+    s_bias_part_1[(pbase + j)] = 0x0p+0f;
+  }
+  for (i64 b = 0; b < 64; ++b) {
+    i64 bc = ((b * 6) + ch);
+    i64 xbase = (bc * 784);
+    i64 ybase = (bc * 196);
+    for (i64 oh = 0; oh < 14; ++oh) {
+      i64 row = (xbase + (oh * 56));
+      for (i64 ow = 0; ow < 14; ++ow) {
+        i64 col = (row + (ow * 2));
+        float v = v_1[col];
+        float v1 = v_1[(col + 1)];
+        float bi = (__builtin_isnan(v1) ? 0x1p+0f : ((v1 > v) ? 0x1p+0f : 0x0p+0f));
+        float m = (__builtin_isnan(v1) ? v1 : ((v1 > v) ? v1 : v));
+        float v2 = v_1[(col + 28)];
+        float bi1 = (__builtin_isnan(v2) ? 0x1p+1f : ((v2 > m) ? 0x1p+1f : bi));
+        float m1 = (__builtin_isnan(v2) ? v2 : ((v2 > m) ? v2 : m));
+        float v3 = v_1[(col + 29)];
+        float bi2 = (__builtin_isnan(v3) ? 0x1.8p+1f : ((v3 > m1) ? 0x1.8p+1f : bi1));
+        float m2 = (__builtin_isnan(v3) ? v3 : ((v3 > m1) ? v3 : m1));
+        s_pool_argmax_1[((ch * 14) + ow)] = bi2;
+      }
+      for (i64 ow1 = 0; ow1 < 14; ++ow1) {
+        i64 col1 = (row + (ow1 * 2));
+        float bi3 = s_pool_argmax_1[((ch * 14) + ow1)];
+        float grad = v_dh1[((ybase + (oh * 14)) + ow1)];
+        float d = ((v_1[col1] > 0x0p+0f) ? ((bi3 == 0x0p+0f) ? grad : 0x0p+0f) : 0x0p+0f);
+        v_d0[col1] = d;
+        float d1 = ((v_1[(col1 + 1)] > 0x0p+0f) ? ((bi3 == 0x1p+0f) ? grad : 0x0p+0f) : 0x0p+0f);
+        v_d0[(col1 + 1)] = d1;
+        float d2 = ((v_1[(col1 + 28)] > 0x0p+0f) ? ((bi3 == 0x1p+1f) ? grad : 0x0p+0f) : 0x0p+0f);
+        v_d0[(col1 + 28)] = d2;
+        float d3 = ((v_1[(col1 + 29)] > 0x0p+0f) ? ((bi3 == 0x1.8p+1f) ? grad : 0x0p+0f) : 0x0p+0f);
+        v_d0[(col1 + 29)] = d3;
+        s_bias_part_1[(pbase + ow1)] += (((d + d1) + d2) + d3);
+      }
+    }
+  }
+  float acc = 0x0p+0f;
+  for (i64 j1 = 0; j1 < 28; ++j1) {
+    acc = (acc + s_bias_part_1[(pbase + j1)]);
+  }
+  v_conv1_bias_grad[ch] = acc;
+}
 // %d1 = maxpool2d_backward(%dh1, %1) {kernel=[2,2], padding=[0,0], stride=[]}
 // %d0 = relu_backward(%d1, %1)
 // %conv1.bias.grad = reduce_sum(%d0) {axes=[0,2,3], keepdim=false}
 static int k18_maxpool2d_backward_bias(const float* __restrict__ v_dh1, const float* __restrict__ v_1, float* __restrict__ v_d0, float* __restrict__ s_bias_part_1, float* __restrict__ s_pool_argmax_1, float* __restrict__ v_conv1_bias_grad) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 ch = 0; ch < 6; ++ch) {
-    i64 pbase = (ch * 28);
-    for (i64 j = 0; j < 28; ++j) {
-      s_bias_part_1[(pbase + j)] = 0x0p+0f;
-    }
-    for (i64 b = 0; b < 64; ++b) {
-      i64 bc = ((b * 6) + ch);
-      i64 xbase = (bc * 784);
-      i64 ybase = (bc * 196);
-      for (i64 oh = 0; oh < 14; ++oh) {
-        i64 row = (xbase + (oh * 56));
-        for (i64 ow = 0; ow < 14; ++ow) {
-          i64 col = (row + (ow * 2));
-          float v = v_1[col];
-          float v1 = v_1[(col + 1)];
-          float bi = (__builtin_isnan(v1) ? 0x1p+0f : ((v1 > v) ? 0x1p+0f : 0x0p+0f));
-          float m = (__builtin_isnan(v1) ? v1 : ((v1 > v) ? v1 : v));
-          float v2 = v_1[(col + 28)];
-          float bi1 = (__builtin_isnan(v2) ? 0x1p+1f : ((v2 > m) ? 0x1p+1f : bi));
-          float m1 = (__builtin_isnan(v2) ? v2 : ((v2 > m) ? v2 : m));
-          float v3 = v_1[(col + 29)];
-          float bi2 = (__builtin_isnan(v3) ? 0x1.8p+1f : ((v3 > m1) ? 0x1.8p+1f : bi1));
-          float m2 = (__builtin_isnan(v3) ? v3 : ((v3 > m1) ? v3 : m1));
-          s_pool_argmax_1[((ch * 14) + ow)] = bi2;
-        }
-        for (i64 ow1 = 0; ow1 < 14; ++ow1) {
-          i64 col1 = (row + (ow1 * 2));
-          float bi3 = s_pool_argmax_1[((ch * 14) + ow1)];
-          float grad = v_dh1[((ybase + (oh * 14)) + ow1)];
-          v_d0[col1] = ((v_1[col1] > 0x0p+0f) ? ((bi3 == 0x0p+0f) ? grad : 0x0p+0f) : 0x0p+0f);
-          v_d0[(col1 + 1)] = ((v_1[(col1 + 1)] > 0x0p+0f) ? ((bi3 == 0x1p+0f) ? grad : 0x0p+0f) : 0x0p+0f);
-          v_d0[(col1 + 28)] = ((v_1[(col1 + 28)] > 0x0p+0f) ? ((bi3 == 0x1p+1f) ? grad : 0x0p+0f) : 0x0p+0f);
-          v_d0[(col1 + 29)] = ((v_1[(col1 + 29)] > 0x0p+0f) ? ((bi3 == 0x1.8p+1f) ? grad : 0x0p+0f) : 0x0p+0f);
-        }
-      }
-      for (i64 ih = 0; ih < 28; ++ih) {
-        i64 srow = (xbase + (ih * 28));
-        for (i64 iw = 0; iw < 28; ++iw) {
-          s_bias_part_1[(pbase + iw)] += v_d0[(srow + iw)];
-        }
-      }
-    }
-    float acc = 0x0p+0f;
-    for (i64 j1 = 0; j1 < 28; ++j1) {
-      acc = (acc + s_bias_part_1[(pbase + j1)]);
-    }
-    v_conv1_bias_grad[ch] = acc;
+    k18_maxpool2d_backward_bias_p0(ch, v_dh1, v_1, v_d0, s_bias_part_1, s_pool_argmax_1, v_conv1_bias_grad);
   }
   return 0;
 }
 
+static inline void k19_im2col_p0(i64 bc, const float* __restrict__ in_image, float* __restrict__ s_col_2) {
+  i64 xbase = (bc * 784);
+  i64 cbase = (bc * 19600);
+  for (i64 row = 0; row < 25; ++row) {
+    for (i64 i = 0; i < 784; ++i) {
+      s_col_2[((cbase + (row * 784)) + i)] = 0x0p+0f;
+    }
+  }
+  for (i64 ki = 0; ki < 5; ++ki) {
+    for (i64 kj = 0; kj < 5; ++kj) {
+      for (i64 oh = (0 < (2 - ki) ? (2 - ki) : 0); oh < (((2 - ki) + 28) < 28 ? ((2 - ki) + 28) : 28); ++oh) {
+        i64 ih = ((oh - 2) + ki);
+        for (i64 ow = (0 < (2 - kj) ? (2 - kj) : 0); ow < (((2 - kj) + 28) < 28 ? ((2 - kj) + 28) : 28); ++ow) {
+          s_col_2[(((cbase + (((ki * 5) + kj) * 784)) + (oh * 28)) + ow)] = in_image[((xbase + (ih * 28)) + ((ow - 2) + kj))];
+        }
+      }
+    }
+  }
+}
 // %conv1.weight.grad = conv2d_backward_weight(%d0, %image) {dilation=[1,1], groups=1, kernel=[5,5], padding=[2,2], stride=[1,1]}
 //   (im2col of image)
 static int k19_im2col(const float* __restrict__ in_image, float* __restrict__ s_col_2) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 bc = 0; bc < 64; ++bc) {
-    i64 xbase = (bc * 784);
-    i64 cbase = (bc * 19600);
-    for (i64 row = 0; row < 25; ++row) {
-      for (i64 i = 0; i < 784; ++i) {
-        s_col_2[((cbase + (row * 784)) + i)] = 0x0p+0f;
-      }
-    }
-    for (i64 ki = 0; ki < 5; ++ki) {
-      for (i64 kj = 0; kj < 5; ++kj) {
-        for (i64 oh = (0 < (2 - ki) ? (2 - ki) : 0); oh < (((2 - ki) + 28) < 28 ? ((2 - ki) + 28) : 28); ++oh) {
-          i64 ih = ((oh - 2) + ki);
-          for (i64 ow = (0 < (2 - kj) ? (2 - kj) : 0); ow < (((2 - kj) + 28) < 28 ? ((2 - kj) + 28) : 28); ++ow) {
-            s_col_2[(((cbase + (((ki * 5) + kj) * 784)) + (oh * 28)) + ow)] = in_image[((xbase + (ih * 28)) + ((ow - 2) + kj))];
-          }
-        }
-      }
-    }
+    k19_im2col_p0(bc, in_image, s_col_2);
   }
   return 0;
 }

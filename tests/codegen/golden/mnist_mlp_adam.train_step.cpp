@@ -273,6 +273,14 @@ static int k9_add_scalar(float* __restrict__ p_dnnc_step) {
   return 0;
 }
 
+static inline void k10_adam_update_p0(i64 i, float bc2_sqrt, float neg_step_size, float* __restrict__ p_fc1_weight, const float* __restrict__ v_fc1_weight_grad, float* __restrict__ p_fc1_weight_exp_avg, float* __restrict__ p_fc1_weight_exp_avg_sq, const float* __restrict__ v_step) {
+  float t = (p_fc1_weight[i] + ((neg_step_size * (p_fc1_weight_exp_avg[i] + (0x1.99999ap-4f * (v_fc1_weight_grad[i] - p_fc1_weight_exp_avg[i])))) / ((__builtin_sqrtf(((p_fc1_weight_exp_avg_sq[i] * 0x1.ff7ceep-1f) + ((0x1.0624dep-10f * v_fc1_weight_grad[i]) * v_fc1_weight_grad[i]))) / bc2_sqrt) + 0x1.5798eep-27f)));
+  p_fc1_weight[i] = t;
+  float t1 = (p_fc1_weight_exp_avg[i] + (0x1.99999ap-4f * (v_fc1_weight_grad[i] - p_fc1_weight_exp_avg[i])));
+  p_fc1_weight_exp_avg[i] = t1;
+  float t2 = ((p_fc1_weight_exp_avg_sq[i] * 0x1.ff7ceep-1f) + ((0x1.0624dep-10f * v_fc1_weight_grad[i]) * v_fc1_weight_grad[i]));
+  p_fc1_weight_exp_avg_sq[i] = t2;
+}
 // %fc1.weight.new, %3, %4 = adam_update(@fc1.weight, %fc1.weight.grad, @fc1.weight.exp_avg, @fc1.weight.exp_avg_sq, %step) {beta1=0.9, beta2=0.999, decoupled=false, eps=1e-08, lr=0.001, weight_decay=0.0}
 static int k10_adam_update(float* __restrict__ p_fc1_weight, const float* __restrict__ v_fc1_weight_grad, float* __restrict__ p_fc1_weight_exp_avg, float* __restrict__ p_fc1_weight_exp_avg_sq, const float* __restrict__ v_step) {
   float s_0 = v_step[0];
@@ -281,12 +289,7 @@ static int k10_adam_update(float* __restrict__ p_fc1_weight, const float* __rest
   float bc2_sqrt = ((float)__builtin_sqrt((0x1p+0 - __builtin_pow(0x1.ff7ced916872bp-1, ((double)s_0)))));
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 i = 0; i < 401408; ++i) {
-    float t = (p_fc1_weight[i] + ((neg_step_size * (p_fc1_weight_exp_avg[i] + (0x1.99999ap-4f * (v_fc1_weight_grad[i] - p_fc1_weight_exp_avg[i])))) / ((__builtin_sqrtf(((p_fc1_weight_exp_avg_sq[i] * 0x1.ff7ceep-1f) + ((0x1.0624dep-10f * v_fc1_weight_grad[i]) * v_fc1_weight_grad[i]))) / bc2_sqrt) + 0x1.5798eep-27f)));
-    p_fc1_weight[i] = t;
-    float t1 = (p_fc1_weight_exp_avg[i] + (0x1.99999ap-4f * (v_fc1_weight_grad[i] - p_fc1_weight_exp_avg[i])));
-    p_fc1_weight_exp_avg[i] = t1;
-    float t2 = ((p_fc1_weight_exp_avg_sq[i] * 0x1.ff7ceep-1f) + ((0x1.0624dep-10f * v_fc1_weight_grad[i]) * v_fc1_weight_grad[i]));
-    p_fc1_weight_exp_avg_sq[i] = t2;
+    k10_adam_update_p0(i, bc2_sqrt, neg_step_size, p_fc1_weight, v_fc1_weight_grad, p_fc1_weight_exp_avg, p_fc1_weight_exp_avg_sq, v_step);
   }
   return 0;
 }
@@ -308,6 +311,14 @@ static int k11_adam_update(float* __restrict__ p_fc1_bias, const float* __restri
   return 0;
 }
 
+static inline void k12_adam_update_p0(i64 i, float bc2_sqrt, float neg_step_size, float* __restrict__ p_fc2_weight, const float* __restrict__ v_fc2_weight_grad, float* __restrict__ p_fc2_weight_exp_avg, float* __restrict__ p_fc2_weight_exp_avg_sq, const float* __restrict__ v_step) {
+  float t = (p_fc2_weight[i] + ((neg_step_size * (p_fc2_weight_exp_avg[i] + (0x1.99999ap-4f * (v_fc2_weight_grad[i] - p_fc2_weight_exp_avg[i])))) / ((__builtin_sqrtf(((p_fc2_weight_exp_avg_sq[i] * 0x1.ff7ceep-1f) + ((0x1.0624dep-10f * v_fc2_weight_grad[i]) * v_fc2_weight_grad[i]))) / bc2_sqrt) + 0x1.5798eep-27f)));
+  p_fc2_weight[i] = t;
+  float t1 = (p_fc2_weight_exp_avg[i] + (0x1.99999ap-4f * (v_fc2_weight_grad[i] - p_fc2_weight_exp_avg[i])));
+  p_fc2_weight_exp_avg[i] = t1;
+  float t2 = ((p_fc2_weight_exp_avg_sq[i] * 0x1.ff7ceep-1f) + ((0x1.0624dep-10f * v_fc2_weight_grad[i]) * v_fc2_weight_grad[i]));
+  p_fc2_weight_exp_avg_sq[i] = t2;
+}
 // %fc2.weight.new, %7, %8 = adam_update(@fc2.weight, %fc2.weight.grad, @fc2.weight.exp_avg, @fc2.weight.exp_avg_sq, %step) {beta1=0.9, beta2=0.999, decoupled=false, eps=1e-08, lr=0.001, weight_decay=0.0}
 static int k12_adam_update(float* __restrict__ p_fc2_weight, const float* __restrict__ v_fc2_weight_grad, float* __restrict__ p_fc2_weight_exp_avg, float* __restrict__ p_fc2_weight_exp_avg_sq, const float* __restrict__ v_step) {
   float s_0 = v_step[0];
@@ -316,12 +327,7 @@ static int k12_adam_update(float* __restrict__ p_fc2_weight, const float* __rest
   float bc2_sqrt = ((float)__builtin_sqrt((0x1p+0 - __builtin_pow(0x1.ff7ced916872bp-1, ((double)s_0)))));
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 i = 0; i < 131072; ++i) {
-    float t = (p_fc2_weight[i] + ((neg_step_size * (p_fc2_weight_exp_avg[i] + (0x1.99999ap-4f * (v_fc2_weight_grad[i] - p_fc2_weight_exp_avg[i])))) / ((__builtin_sqrtf(((p_fc2_weight_exp_avg_sq[i] * 0x1.ff7ceep-1f) + ((0x1.0624dep-10f * v_fc2_weight_grad[i]) * v_fc2_weight_grad[i]))) / bc2_sqrt) + 0x1.5798eep-27f)));
-    p_fc2_weight[i] = t;
-    float t1 = (p_fc2_weight_exp_avg[i] + (0x1.99999ap-4f * (v_fc2_weight_grad[i] - p_fc2_weight_exp_avg[i])));
-    p_fc2_weight_exp_avg[i] = t1;
-    float t2 = ((p_fc2_weight_exp_avg_sq[i] * 0x1.ff7ceep-1f) + ((0x1.0624dep-10f * v_fc2_weight_grad[i]) * v_fc2_weight_grad[i]));
-    p_fc2_weight_exp_avg_sq[i] = t2;
+    k12_adam_update_p0(i, bc2_sqrt, neg_step_size, p_fc2_weight, v_fc2_weight_grad, p_fc2_weight_exp_avg, p_fc2_weight_exp_avg_sq, v_step);
   }
   return 0;
 }
