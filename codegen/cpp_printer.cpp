@@ -334,82 +334,20 @@ int root_of(const Program& p, int b) {
   return buf.kind == BufferKind::alias ? buf.alias_of : b;
 }
 
-// A GEMM with an epilogue: each thread computes a block of rows of C (bias first), then runs the
-// epilogue kernel on those rows while they are in its cache. The function takes the epilogue's
-// buffers after c (c itself once), then the step buffer of a step-dependent alpha/beta, then the
-// column-sum buffer (each thread sums the columns of its rows into its own partial sums).
-std::string gemm_epilogue_function(const Program& p, const Step& s, const std::string& name) {
-  const GemmCall& g = s.gemm;
-  assert(g.batch == 1 && g.ldc == g.n && g.bias_kind != GemmCall::Bias::per_row && "epilogue GEMMs are single, dense");
-  const Kernel& k = p.kernels.at(static_cast<size_t>(g.epilogue));
-  std::string out = print_kernel_cpp(k, {fmt::format("epilogue of {}: elements [begin, end) of C", name)});
-  print_comment(out, s.comment);
-  bool bias = g.bias_kind != GemmCall::Bias::none;
-  bool stepped = g.first_step >= 0, sums = g.col_sums >= 0;
-  std::string prod = fmt::format("C[{},{}] = A{} · B{}{}", g.m, g.n, g.trans_a ? "ᵀ" : "", g.trans_b ? "ᵀ" : "",
-                                 bias ? " + bias per column" : "");
-  if (stepped)
-    prod = fmt::format("C[{},{}] = α A{} · B{} + β C (α, β = {}, {} on the first step, else {}, {})", g.m, g.n,
-                       g.trans_a ? "ᵀ" : "", g.trans_b ? "ᵀ" : "", g.alpha_first, g.beta_first, g.alpha, g.beta);
-  out += fmt::format("// {}, then {} on each thread's rows{}\n", prod, k.name,
-                     sums ? ", then the column sums of C" : "");
-  out += fmt::format("static void {}(const float* __restrict__ a, const float* __restrict__ b, {}float* __restrict__ c",
-                     name, bias ? "const float* __restrict__ bias, " : "");
-  std::vector<std::string> call_args;
-  for (size_t e = 0; e < s.args.size(); ++e) {
-    if (root_of(p, s.args[e]) == root_of(p, g.c)) {
-      call_args.push_back("c");
-      continue;
-    }
-    const KernelParam& kp = k.params.at(e);
-    std::string pname = fmt::format("e{}", e);
-    out += fmt::format(", {}{}* __restrict__ {}", kp.written ? "" : "const ", c_type(kp.type), pname);
-    call_args.push_back(pname);
-  }
-  if (stepped) out += ", const float* __restrict__ step";
-  if (sums) out += ", float* __restrict__ col_sums";
-  out += ") {\n";
-  std::string alpha = cpp_float_literal(g.alpha), beta = cpp_float_literal(bias ? 1.0f : g.beta);
-  if (stepped) {
-    out += "  const bool first = step[0] == 0x1p+0f;\n";
-    out += fmt::format("  const float alpha = first ? {} : {}, beta = first ? {} : {};\n", cpp_float_literal(g.alpha_first),
-                       cpp_float_literal(g.alpha), cpp_float_literal(g.beta_first), cpp_float_literal(g.beta));
-    alpha = "alpha";
-    beta = "beta";
-  }
-  bool split = g.threads == GemmCall::Threads::split;
-  out += fmt::format("  const int t = {};\n", split ? "dnnc_threads" : "1");
-  if (sums) out += fmt::format("  float* part = t > 1 ? (float*)__builtin_malloc(sizeof(float) * (t - 1) * {}) : 0;\n", g.n);
-  if (split) out += "#pragma omp parallel for num_threads(t) schedule(static)\n";
-  out += "  for (int i = 0; i < t; ++i) {\n";
-  out += fmt::format("    const i64 r0 = {} * i / t, r1 = {} * (i + 1) / t;\n", g.m, g.m);
-  if (bias)
-    out += fmt::format(
-        "    for (i64 r = r0; r < r1; ++r)\n      for (i64 j = 0; j < {0}; ++j) c[r * {0} + j] = bias[j];\n", g.n);
-  out += fmt::format("    dnnc_sgemm({}, {}, r1 - r0, {}, {}, {}, a + {}, {}, b, {}, {}, c + r0 * {}, {});\n",
-                     g.trans_a ? "true" : "false", g.trans_b ? "true" : "false", g.n, g.k, alpha,
-                     g.trans_a ? "r0" : fmt::format("r0 * {}", g.lda), g.lda, g.ldb, beta, g.ldc, g.ldc);
-  out += fmt::format("    {}(r0 * {}, r1 * {}, {});\n", k.name, g.n, g.n, fmt::join(call_args, ", "));
-  if (sums) {
-    out += fmt::format("    float* sum = i == 0 ? col_sums : part + (i - 1) * {};\n", g.n);
-    out += fmt::format("    for (i64 j = 0; j < {}; ++j) sum[j] = 0x0p+0f;\n", g.n);
-    out += fmt::format(
-        "    for (i64 r = r0; r < r1; ++r)\n      for (i64 j = 0; j < {0}; ++j) sum[j] += c[r * {0} + j];\n", g.n);
-  }
-  out += "  }\n";
-  if (sums) {
-    out += fmt::format(
-        "  for (int i = 1; i < t; ++i)\n    for (i64 j = 0; j < {0}; ++j) col_sums[j] += part[(i - 1) * {0} + j];\n",
-        g.n);
-    out += "  __builtin_free(part);\n";
-  }
-  out += "}\n";
-  return out;
+// What an epilogue GEMM computes, for its comment.
+std::string epilogue_gemm_product(const GemmCall& g) {
+  const char* ta = g.trans_a ? "ᵀ" : "";
+  const char* tb = g.trans_b ? "ᵀ" : "";
+  if (g.first_step >= 0)
+    return fmt::format("C[{},{}] = α A{} · B{} + β C (α, β = {}, {} on the first step, else {}, {})", g.m, g.n, ta, tb,
+                       g.alpha_first, g.beta_first, g.alpha, g.beta);
+  return fmt::format("C[{},{}] = A{} · B{}{}", g.m, g.n, ta, tb,
+                     g.bias_kind != GemmCall::Bias::none ? " + bias per column" : "");
 }
 
-// The parameters (C type, name) of an epilogue GEMM's function after its row range, in the
-// order dnnc_run passes them: a, b, [bias], c, the epilogue's buffers other than c, [step].
-// `call_args` receives the epilogue kernel's arguments (c where the kernel takes C).
+// The parameters (C type, name) of an epilogue GEMM's function, in the order dnnc_run passes
+// them: a, b, [bias], c, the epilogue's buffers other than c, [step], [col_sums]. `call_args`
+// receives the epilogue kernel's arguments (c where the kernel takes C).
 std::vector<std::pair<std::string, std::string>> epilogue_gemm_params(const Program& p, const Step& s,
                                                                       std::vector<std::string>& call_args) {
   const GemmCall& g = s.gemm;
@@ -427,7 +365,82 @@ std::vector<std::pair<std::string, std::string>> epilogue_gemm_params(const Prog
     call_args.push_back(params.back().second);
   }
   if (g.first_step >= 0) params.emplace_back("const float*", "step");
+  if (g.col_sums >= 0) params.emplace_back("float*", "col_sums");
   return params;
+}
+
+std::string param_list(const std::vector<std::pair<std::string, std::string>>& params, const std::string& suffix) {
+  std::string out;
+  for (const auto& [type, name] : params)
+    out += fmt::format("{}{} __restrict__ {}{}", out.empty() ? "" : ", ", type, name, suffix);
+  return out;
+}
+
+// The α and β of an epilogue GEMM's product: constants, or (step-dependent scaling) the locals
+// the lines appended to `out` define.
+std::pair<std::string, std::string> epilogue_gemm_scaling(const GemmCall& g, std::string& out) {
+  bool bias = g.bias_kind != GemmCall::Bias::none;
+  if (g.first_step < 0) return {cpp_float_literal(g.alpha), cpp_float_literal(bias ? 1.0f : g.beta)};
+  out += "  const bool first = step[0] == 0x1p+0f;\n";
+  out +=
+      fmt::format("  const float alpha = first ? {} : {}, beta = first ? {} : {};\n", cpp_float_literal(g.alpha_first),
+                  cpp_float_literal(g.alpha), cpp_float_literal(g.beta_first), cpp_float_literal(g.beta));
+  return {"alpha", "beta"};
+}
+
+// Rows [r0, r1) of an epilogue GEMM: bias, product, epilogue; each line indented by `pad`.
+std::string epilogue_gemm_rows(const GemmCall& g, const Kernel& k, const std::vector<std::string>& call_args,
+                               const std::pair<std::string, std::string>& scaling, const std::string& pad) {
+  std::string out;
+  if (g.bias_kind != GemmCall::Bias::none)
+    out += fmt::format(
+        "{1}for (i64 r = r0; r < r1; ++r)\n{1}  for (i64 j = 0; j < {0}; ++j) c[r * {0} + j] = bias[j];\n", g.n, pad);
+  out += fmt::format("{}dnnc_sgemm({}, {}, r1 - r0, {}, {}, {}, a + {}, {}, b, {}, {}, c + r0 * {}, {});\n", pad,
+                     g.trans_a ? "true" : "false", g.trans_b ? "true" : "false", g.n, g.k, scaling.first,
+                     g.trans_a ? "r0" : fmt::format("r0 * {}", g.lda), g.lda, g.ldb, scaling.second, g.ldc, g.ldc);
+  out += fmt::format("{}{}(r0 * {}, r1 * {}, {});\n", pad, k.name, g.n, g.n, fmt::join(call_args, ", "));
+  return out;
+}
+
+// A GEMM with an epilogue: each thread computes a block of rows of C (bias first), then runs the
+// epilogue kernel on those rows while they are in its cache. The function takes the epilogue's
+// buffers after c (c itself once), then the step buffer of a step-dependent alpha/beta, then the
+// column-sum buffer (each thread sums the columns of its rows into its own partial sums).
+std::string gemm_epilogue_function(const Program& p, const Step& s, const std::string& name) {
+  const GemmCall& g = s.gemm;
+  assert(g.batch == 1 && g.ldc == g.n && g.bias_kind != GemmCall::Bias::per_row && "epilogue GEMMs are single, dense");
+  const Kernel& k = p.kernels.at(static_cast<size_t>(g.epilogue));
+  std::string out = print_kernel_cpp(k, {fmt::format("epilogue of {}: elements [begin, end) of C", name)});
+  print_comment(out, s.comment);
+  bool sums = g.col_sums >= 0;
+  out += fmt::format("// {}, then {} on each thread's rows{}\n", epilogue_gemm_product(g), k.name,
+                     sums ? ", then the column sums of C" : "");
+  std::vector<std::string> call_args;
+  out += fmt::format("static void {}({}) {{\n", name, param_list(epilogue_gemm_params(p, s, call_args), ""));
+  auto scaling = epilogue_gemm_scaling(g, out);
+  bool split = g.threads == GemmCall::Threads::split;
+  out += fmt::format("  const int t = {};\n", split ? "dnnc_threads" : "1");
+  if (sums)
+    out += fmt::format("  float* part = t > 1 ? (float*)__builtin_malloc(sizeof(float) * (t - 1) * {}) : 0;\n", g.n);
+  if (split) out += "#pragma omp parallel for num_threads(t) schedule(static)\n";
+  out += "  for (int i = 0; i < t; ++i) {\n";
+  out += fmt::format("    const i64 r0 = {} * i / t, r1 = {} * (i + 1) / t;\n", g.m, g.m);
+  out += epilogue_gemm_rows(g, k, call_args, scaling, "    ");
+  if (sums) {
+    out += fmt::format("    float* sum = i == 0 ? col_sums : part + (i - 1) * {};\n", g.n);
+    out += fmt::format("    for (i64 j = 0; j < {}; ++j) sum[j] = 0x0p+0f;\n", g.n);
+    out += fmt::format(
+        "    for (i64 r = r0; r < r1; ++r)\n      for (i64 j = 0; j < {0}; ++j) sum[j] += c[r * {0} + j];\n", g.n);
+  }
+  out += "  }\n";
+  if (sums) {
+    out += fmt::format(
+        "  for (int i = 1; i < t; ++i)\n    for (i64 j = 0; j < {0}; ++j) col_sums[j] += part[(i - 1) * {0} + j];\n",
+        g.n);
+    out += "  __builtin_free(part);\n";
+  }
+  out += "}\n";
+  return out;
 }
 
 // A co-scheduled GEMM's rows [r0, r1): bias, product and epilogue (no column sums).
@@ -437,72 +450,39 @@ std::string gemm_rows_function(const Program& p, const Step& s, const std::strin
   const Kernel& k = p.kernels.at(static_cast<size_t>(g.epilogue));
   std::string out = print_kernel_cpp(k, {fmt::format("epilogue of {}: elements [begin, end) of C", name)});
   print_comment(out, s.comment);
-  bool bias = g.bias_kind != GemmCall::Bias::none;
+  out += fmt::format("// {}, then {}: rows [r0, r1) of C\n", epilogue_gemm_product(g), k.name);
   std::vector<std::string> call_args;
-  auto params = epilogue_gemm_params(p, s, call_args);
-  std::string prod = fmt::format("C[{},{}] = A{} · B{}{}", g.m, g.n, g.trans_a ? "ᵀ" : "", g.trans_b ? "ᵀ" : "",
-                                 bias ? " + bias per column" : "");
-  if (g.first_step >= 0)
-    prod = fmt::format("C[{},{}] = α A{} · B{} + β C (α, β = {}, {} on the first step, else {}, {})", g.m, g.n,
-                       g.trans_a ? "ᵀ" : "", g.trans_b ? "ᵀ" : "", g.alpha_first, g.beta_first, g.alpha, g.beta);
-  out += fmt::format("// {}, then {}: rows [r0, r1) of C\n", prod, k.name);
-  out += fmt::format("static void {}(i64 r0, i64 r1", name);
-  for (const auto& [type, pname] : params) out += fmt::format(", {} __restrict__ {}", type, pname);
-  out += ") {\n";
-  std::string alpha = cpp_float_literal(g.alpha), beta = cpp_float_literal(bias ? 1.0f : g.beta);
-  if (g.first_step >= 0) {
-    out += "  const bool first = step[0] == 0x1p+0f;\n";
-    out += fmt::format("  const float alpha = first ? {} : {}, beta = first ? {} : {};\n", cpp_float_literal(g.alpha_first),
-                       cpp_float_literal(g.alpha), cpp_float_literal(g.beta_first), cpp_float_literal(g.beta));
-    alpha = "alpha";
-    beta = "beta";
-  }
-  if (bias)
-    out += fmt::format("  for (i64 r = r0; r < r1; ++r)\n    for (i64 j = 0; j < {0}; ++j) c[r * {0} + j] = bias[j];\n",
-                       g.n);
-  out += fmt::format("  dnnc_sgemm({}, {}, r1 - r0, {}, {}, {}, a + {}, {}, b, {}, {}, c + r0 * {}, {});\n",
-                     g.trans_a ? "true" : "false", g.trans_b ? "true" : "false", g.n, g.k, alpha,
-                     g.trans_a ? "r0" : fmt::format("r0 * {}", g.lda), g.lda, g.ldb, beta, g.ldc, g.ldc);
-  out += fmt::format("  {}(r0 * {}, r1 * {}, {});\n}}\n", k.name, g.n, g.n, fmt::join(call_args, ", "));
+  out += fmt::format("static void {}(i64 r0, i64 r1, {}) {{\n", name,
+                     param_list(epilogue_gemm_params(p, s, call_args), ""));
+  auto scaling = epilogue_gemm_scaling(g, out);
+  out += epilogue_gemm_rows(g, k, call_args, scaling, "  ") + "}\n";
   return out;
 }
 
 // Co-scheduled GEMM steps [first, last]: one parallel region; the rows of all of them, weighted
 // by n·k each, are split evenly over the threads, so independent GEMMs run side by side.
 std::string gemm_group_function(const Program& p, size_t first, size_t last, const std::string& name) {
-  std::string out;
+  std::string out, params, body;
   int64_t total = 0;
-  std::vector<int64_t> offset;
+  std::vector<std::string> names;
   for (size_t i = first; i <= last; ++i) {
     const GemmCall& g = p.steps[i].gemm;
     out += "\n" + gemm_rows_function(p, p.steps[i], fmt::format("g{}_rows", i));
-    offset.push_back(total);
-    total += g.m * g.n * g.k;
+    names.push_back(fmt::format("g{}", i));
+    std::vector<std::string> unused, args;
+    auto member = epilogue_gemm_params(p, p.steps[i], unused);
+    params += (params.empty() ? "" : ", ") + param_list(member, fmt::format("_{}", i));
+    for (const auto& pr : member) args.push_back(fmt::format("{}_{}", pr.second, i));
+    int64_t w = g.n * g.k;
+    body += fmt::format("    r0 = dnnc_row_at(lo - {0}, {1}, {2});\n    r1 = dnnc_row_at(hi - {0}, {1}, {2});\n", total,
+                        w, g.m);
+    body += fmt::format("    if (r0 < r1) g{}_rows(r0, r1, {});\n", i, fmt::join(args, ", "));
+    total += g.m * w;
   }
-  std::vector<std::string> names;
-  for (size_t i = first; i <= last; ++i) names.push_back(fmt::format("g{}", i));
   out += fmt::format("\n// {} at once: their rows, weighted by n·k, split evenly over the threads\n",
                      fmt::join(names, ", "));
-  out += fmt::format("static void {}(", name);
-  std::string body;
-  bool any = false;
-  for (size_t i = first; i <= last; ++i) {
-    const GemmCall& g = p.steps[i].gemm;
-    std::vector<std::string> unused;
-    auto params = epilogue_gemm_params(p, p.steps[i], unused);
-    std::vector<std::string> args;
-    for (const auto& [type, pname] : params) {
-      out += fmt::format("{}{} __restrict__ {}_{}", any ? ", " : "", type, pname, i);
-      any = true;
-      args.push_back(fmt::format("{}_{}", pname, i));
-    }
-    int64_t w = g.n * g.k, off = offset[i - first];
-    body += fmt::format("    r0 = dnnc_row_at(lo - {0}, {1}, {2});\n    r1 = dnnc_row_at(hi - {0}, {1}, {2});\n", off, w,
-                        g.m);
-    body += fmt::format("    if (r0 < r1) g{}_rows(r0, r1, {});\n", i, fmt::join(args, ", "));
-  }
-  out += ") {\n  const int t = dnnc_threads;\n#pragma omp parallel for num_threads(t) schedule(static)\n";
-  out += "  for (int i = 0; i < t; ++i) {\n";
+  out += fmt::format("static void {}({}) {{\n  const int t = dnnc_threads;\n", name, params);
+  out += "#pragma omp parallel for num_threads(t) schedule(static)\n  for (int i = 0; i < t; ++i) {\n";
   out += fmt::format("    const i64 lo = {0} * i / t, hi = {0} * (i + 1) / t;\n    i64 r0, r1;\n", total);
   out += body + "  }\n}\n";
   return out;
