@@ -132,6 +132,10 @@ TEST_CASE("dnnc train --device cuda without a usable GPU is an error, not a fall
   Result r = run_dnnc(
       dir, std::string("train ") + dnnc::test::kTinyMlp + " --data " + dir.file("cifar") + " --steps 1 --device cuda");
   INFO(r.out << r.err);
+  if (r.code == 0 && r.out.find("device: cuda (as requested)") != std::string::npos) {
+    WARN("skipped: this machine has a usable GPU, and the case is about one without");
+    return;
+  }
   CHECK(r.code == 1);
   CHECK(r.err.find("device 'cuda' is not available") != std::string::npos);
 }
