@@ -105,12 +105,7 @@ int run_compile(const CompileOptions& o) {
     }
     std::string source;
     if (o.emit == "cuda") {
-      codegen::LowerOptions lo;  // as the cuda backend lowers: every parallel loop runs on the grid
-      lo.parallel_min_work = codegen::kCudaParallelMinWork;
-      lo.optimizer_in_gemm = false;  // the C++ printer's fusions: cuBLASLt takes fixed alpha/beta
-    lo.coschedule_gemms = false;
-      lo.bias_grad_in_gemm = false;
-      source = cuda_file(codegen::lower_graph(m, *g, batch, lo));
+      source = cuda_file(codegen::lower_graph(m, *g, batch, codegen::cuda_lower_options()));
     } else {
       source = codegen::print_program_cpp(codegen::lower_graph(m, *g, batch));
     }

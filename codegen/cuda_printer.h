@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/lower.h"
 #include "codegen/program.h"
 
 namespace dnnc::codegen {
@@ -71,5 +72,19 @@ CudaProgram print_program_cuda(const Program& p);
 /// The lowering options the CUDA backend uses: every loop nest that may run in parallel is
 /// marked parallel (there is no work threshold on a GPU).
 inline constexpr int64_t kCudaParallelMinWork = 1;
+
+/// How the cuda backend lowers (also `dnnc compile --emit=cuda` and the NVRTC tests): every loop
+/// nest that may run in parallel on the grid; none of the C++ printer's fusions (cuBLASLt takes
+/// fixed alpha/beta, GEMMs run one after another on the stream); 4 conv out-channels per
+/// thread (8 spill registers on sm_80).
+inline LowerOptions cuda_lower_options() {
+  LowerOptions o;
+  o.parallel_min_work = kCudaParallelMinWork;
+  o.optimizer_in_gemm = false;
+  o.bias_grad_in_gemm = false;
+  o.coschedule_gemms = false;
+  o.conv_channels_per_pass = 4;
+  return o;
+}
 
 }  // namespace dnnc::codegen

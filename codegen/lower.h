@@ -15,6 +15,7 @@ struct LowerOptions {
   int64_t parallel_min_work = 1 << 15;    // a loop nest is parallel if it touches this many elements
   int64_t gemm_parallel_flops = 1 << 21;  // a GEMM is multi-threaded from this many flops (2mnk)
   int64_t direct_conv_max_k = 32;         // conv2d with C/groups*kh*kw up to this uses direct loops
+  int64_t conv_channels_per_pass = 8;     // unrolled direct conv: out-channels summed per pass (1, 2, 4 or 8)
   bool gemm_epilogues = true;             // map ops after a GEMM in one fuse group run as its epilogue
   // Fusions only the C++ printer implements (the cuda backend turns them off):
   bool optimizer_in_gemm = true;  // SGD-momentum update fused into its weight-gradient GEMM (needs gemm_epilogues)

@@ -159,7 +159,8 @@ size_t lower_conv_chain_pool(LowerCtx& ctx, const std::vector<const ir::Node*>& 
     // blk independent sums hide the FMA latency (4 -> 8: the seed CNN's conv 37 -> 27 us);
     // weights hoisted out of the planes, the chain applied before the single store; then the
     // planes, still in cache, pooled.
-    int64_t blk = g.og % 8 == 0 ? 8 : g.og % 4 == 0 ? 4 : g.og % 2 == 0 ? 2 : 1;
+    int64_t blk = ctx.options.conv_channels_per_pass;
+    while (blk > 1 && g.og % blk != 0) blk /= 2;
     int64_t nblk = g.o / blk;
     kb.loop("bq", g.b * nblk, par && g.b * nblk > 1, [&](Expr bq) {
       Expr b = kb.let("b", bq / i64c(nblk));

@@ -480,12 +480,7 @@ class CudaBackend final : public Backend {
                                       int64_t batch) override {
     const ir::Graph* g = module.graph(graph);
     if (!g) throw std::runtime_error(fmt::format("cuda backend: module {} has no graph '{}'", module.name, graph));
-    codegen::LowerOptions lo;
-    lo.parallel_min_work = codegen::kCudaParallelMinWork;
-    lo.optimizer_in_gemm = false;  // the C++ printer's fusions: cuBLASLt takes fixed alpha/beta
-    lo.coschedule_gemms = false;
-    lo.bias_grad_in_gemm = false;
-    codegen::Program prog = codegen::lower_graph(module, *g, batch, lo);
+    codegen::Program prog = codegen::lower_graph(module, *g, batch, codegen::cuda_lower_options());
     return std::make_unique<CudaExecutable>(ctx_, std::move(prog), params);
   }
 

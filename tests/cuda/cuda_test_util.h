@@ -21,11 +21,7 @@ inline ir::Module cuda_pipeline_model(const std::string& path) {
 
 /// Graph `graph` of `m` lowered as the cuda backend does (every independent loop parallel).
 inline codegen::Program cuda_lower(const ir::Module& m, const std::string& graph, int64_t batch) {
-  codegen::LowerOptions o;
-  o.parallel_min_work = codegen::kCudaParallelMinWork;
-  o.optimizer_in_gemm = false;  // the C++ printer's fusions: cuBLASLt takes fixed alpha/beta
-  o.bias_grad_in_gemm = false;
-  return codegen::lower_graph(m, *m.graph(graph), batch, o);
+  return codegen::lower_graph(m, *m.graph(graph), batch, codegen::cuda_lower_options());
 }
 
 /// Points the plugin loader at the build tree (before its first use in the process).
