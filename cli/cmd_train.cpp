@@ -24,7 +24,7 @@ struct TrainCliOptions {
   std::string file, data, init, save, resume, log;
   DeviceOptions device;
   RecipeOverrides recipe;
-  int64_t steps = 0, log_every = 10, eval_batch = 500;
+  int64_t steps = 0, log_every = 10, eval_batch = 500, metrics_every = 50;
   bool no_shuffle = false;
 };
 
@@ -61,6 +61,7 @@ int run_train(const TrainCliOptions& o) {
   topt.mean = m.train.data.mean;
   topt.std = m.train.data.std;
   topt.save_path = o.save;
+  topt.metrics_every = o.metrics_every;
 
   runtime::ParamStore params = runtime::reference::init_params(m, topt.seed);
   runtime::TrainPosition start;
@@ -123,6 +124,9 @@ void add_train_command(CLI::App& app, Runner& run) {
   cmd->add_option("--log-every", o->log_every, "steps between --log step lines")->check(CLI::PositiveNumber);
   cmd->add_option("--eval-batch", o->eval_batch, "batch size of test-set evaluation")->check(CLI::PositiveNumber);
   cmd->add_flag("--no-shuffle", o->no_shuffle, "train every epoch in data set order");
+  cmd->add_option("--metrics-every", o->metrics_every,
+                  "cuda: train steps per device-resident call; the host reads their losses after each")
+      ->check(CLI::PositiveNumber);
   cmd->callback([&run, o] { run = [o] { return guarded([&] { return run_train(*o); }); }; });
 }
 

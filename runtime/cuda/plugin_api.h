@@ -45,7 +45,10 @@ class ResidentTrainer {
   /// [i*B, (i+1)*B) mod the dataset, `order` a permutation uploaded once per call), each step one
   /// CUDA graph replay; the loss of every step goes to a device ring; the host reads it every
   /// `metrics_every` steps (and at the end). Returns the per-step losses. Params stay on the
-  /// device; sync_params() writes them back to the ParamStore.
+  /// device; sync_params() writes them back to the ParamStore. Every call starts afresh: it
+  /// uploads the params (and optimizer state) from the ParamStore and begins at `order[0]`, so
+  /// a caller that trains in several calls calls sync_params() in between and rotates `order`
+  /// to where the previous call stopped.
   virtual std::vector<float> train(const std::vector<int64_t>& order, int64_t steps, int64_t metrics_every) = 0;
   virtual void sync_params() = 0;
 };

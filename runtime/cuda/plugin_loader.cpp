@@ -6,6 +6,7 @@
 #include <fmt/ranges.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <climits>
 #include <cstdlib>
 #include <filesystem>
@@ -28,11 +29,15 @@ struct Plugin {
   dnnc_cuda_create_fn create = nullptr;
 };
 
+// Set once plugin() has tried to load the plugin (whether or not it succeeded).
+std::atomic<bool> g_load_tried{false};
+
 // The process's one plugin, loaded on first use (a dlopen'ed library is process-wide state).
 Plugin& plugin() {
   static Plugin p;
   static std::once_flag once;
   std::call_once(once, [] {
+    g_load_tried = true;
     std::vector<std::string> dirs = plugin_search_dirs();
     for (const std::string& dir : dirs) {
       std::string path = (std::filesystem::path(dir) / kPluginFile).string();
@@ -94,6 +99,12 @@ std::unique_ptr<Backend> make_cuda_backend(const CudaOptions& options) {
 void* cuda_plugin_symbol(const char* name) {
   Plugin& p = plugin();
   return p.handle && p.error.empty() ? dlsym(p.handle, name) : nullptr;
+}
+
+ResidentTrainer* resident_trainer(Executable& exe) {
+  if (!g_load_tried) return nullptr;  // no plugin backend exists, so `exe` is not from one
+  auto fn = reinterpret_cast<dnnc_cuda_resident_fn>(cuda_plugin_symbol("dnnc_cuda_resident"));
+  return fn ? fn(&exe) : nullptr;
 }
 
 }  // namespace dnnc::runtime::cuda

@@ -10,6 +10,8 @@
 
 namespace dnnc::runtime::cuda {
 
+class ResidentTrainer;  // runtime/cuda/plugin_api.h
+
 struct CudaOptions {
   bool tf32 = false;      // GEMMs in TF32 (faster, ~1e-3 relative error); off: exact fp32
   std::string cache_dir;  // empty: the default kernel cache directory
@@ -30,5 +32,10 @@ std::unique_ptr<Backend> make_cuda_backend(const CudaOptions& options = {});
 
 /// The address of an exported plugin symbol, or nullptr (plugin not loaded or no such symbol).
 void* cuda_plugin_symbol(const char* name);
+
+/// The plugin's ResidentTrainer view of `exe` (through `dnnc_cuda_resident`), or nullptr: the
+/// plugin was never loaded in this process (so no executable can come from it; this never
+/// loads it), it has no such symbol, or `exe` is not a train-step executable of its backend.
+ResidentTrainer* resident_trainer(Executable& exe);
 
 }  // namespace dnnc::runtime::cuda

@@ -4,9 +4,13 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <numeric>
 
+#include "runtime/cuda/plugin_api.h"
+#include "runtime/cuda/plugin_loader.h"
 #include "runtime/trainer/batch_feed.h"
 #include "runtime/trainer/schedule.h"
 
@@ -95,42 +99,109 @@ TrainResult train(ExecutableCache& cache, const Dataset& train_set, const Datase
 
   auto run_start = Clock::now();
   int64_t run_steps = 0;
+  double epoch_seconds = 0, loss_sum = 0;  // of the current epoch
+  int64_t epoch_samples = 0, epoch_steps = 0;
+  // Books step `b` of epoch `e` (1 step, `samples` samples, `seconds` of data + compute): the
+  // position, the finite-loss check, the losses and the observer.
+  auto finish_step = [&](int64_t e, int64_t b, double loss, int64_t samples, double seconds) {
+    epoch_seconds += seconds;
+    ++run_steps;
+    r.end = {e, b + 1, r.end.step + 1};
+    if (!std::isfinite(loss)) throw NonFiniteLossError(r.end.step, e + 1, loss, non_finite_params(m, cache.params()));
+    r.losses.push_back(loss);
+    loss_sum += loss;
+    epoch_samples += samples;
+    ++epoch_steps;
+    if (observer) {
+      double elapsed = since(run_start);
+      observer->on_step({e + 1, o.epochs, b + 1, nb, r.end.step, loss,
+                         epoch_seconds > 0 ? static_cast<double>(epoch_samples) / epoch_seconds : 0.0,
+                         elapsed / static_cast<double>(run_steps) * static_cast<double>(remaining - run_steps)});
+    }
+  };
+  // Batch `b` of `order` through Executable::run (params in the ParamStore before and after).
+  auto run_step = [&](int64_t e, int64_t b, const std::vector<int64_t>& order) {
+    auto t0 = Clock::now();
+    std::span<const int64_t> idx = batch_indices(order, o.batch, b);
+    std::map<std::string, Tensor> inputs = feed.make(train_set, idx);
+    double data_s = since(t0);
+    Executable& exe = cache.get(kTrainGraph, static_cast<int64_t>(idx.size()));
+    auto t1 = Clock::now();
+    std::vector<Tensor> out = exe.run(inputs);
+    double train_s = since(t1);
+    r.time.data += data_s;
+    r.time.train += train_s;
+    if (out.empty() || out[0].dtype() != ir::DType::f32 || out[0].numel() != 1)
+      throw std::runtime_error(fmt::format("model {}: train_step's first output is {}, expected the f32 scalar loss",
+                                           m.name, out.empty() ? "missing" : describe(out[0])));
+    finish_step(e, b, out[0].f32()[0], static_cast<int64_t>(idx.size()), data_s + train_s);
+  };
+
+  // The cuda plugin's device-resident loop, when the backend offers it for the full batch: the
+  // training split goes to the device once; full batches run in chunks of `metrics_every`
+  // steps (one ResidentTrainer::train call each, the host reading the losses at its end); the
+  // last, partial batch of an epoch (if any) still runs through run_step.
+  const int64_t full_batches = train_set.n / o.batch;
+  const int64_t metrics_every = std::max<int64_t>(1, o.metrics_every);
+  cuda::ResidentTrainer* resident = nullptr;
+  if (remaining > 0 && full_batches > 0 && cache.backend().name() == "cuda")
+    resident = cuda::resident_trainer(cache.get(kTrainGraph, o.batch));
+  if (resident) {
+    auto t0 = Clock::now();
+    std::vector<int64_t> all(static_cast<size_t>(train_set.n));
+    std::iota(all.begin(), all.end(), int64_t{0});
+    std::map<std::string, Tensor> by_name = feed.make(train_set, all);
+    std::vector<Tensor> inputs;  // in graph input order
+    const ir::Graph& g = *m.graph(kTrainGraph);
+    for (ir::ValueId id : g.inputs) inputs.push_back(std::move(by_name.at(g.value(id).name)));
+    resident->load_dataset(inputs);
+    r.time.data += since(t0);
+  }
+  // Batches b .. b+steps-1 of `order` (all full) on the device. train() starts at order[0] from
+  // the ParamStore's params, so `order` is rotated to batch b and the params are synced after
+  // every call (which also keeps them current for evaluation and checkpoints).
+  auto run_chunk = [&](int64_t e, int64_t b, int64_t steps, const std::vector<int64_t>& order) {
+    std::vector<int64_t> rotated(order.size());
+    std::rotate_copy(order.begin(), order.begin() + b * o.batch, order.end(), rotated.begin());
+    ParamStore before = cache.params();
+    auto t0 = Clock::now();
+    std::vector<float> losses = resident->train(rotated, steps, metrics_every);
+    resident->sync_params();
+    double train_s = since(t0);
+    r.time.train += train_s;
+    if (static_cast<int64_t>(losses.size()) != steps)
+      throw std::runtime_error(
+          fmt::format("model {}: the resident trainer returned {} losses for {} steps", m.name, losses.size(), steps));
+    auto bad = std::find_if(losses.begin(), losses.end(), [](float l) { return !std::isfinite(l); });
+    if (bad != losses.end() && bad + 1 != losses.end()) {
+      // Redo the chunk up to the bad step, so the params reported (and left in the ParamStore)
+      // are those right after it, as on the step-by-step path.
+      int64_t upto = bad - losses.begin() + 1;
+      for (auto& [name, t] : before.tensors) cache.params().tensors[name] = std::move(t);
+      resident->train(rotated, upto, upto);
+      resident->sync_params();
+    }
+    for (int64_t i = 0; i < steps; ++i)
+      finish_step(e, b + i, losses[static_cast<size_t>(i)], o.batch, train_s / static_cast<double>(steps));
+  };
+
   for (int64_t e = start.epoch; e < o.epochs && !r.stopped_by_max_steps; ++e) {
     std::vector<int64_t> order = epoch_order(train_set.n, o.seed, e, o.shuffle);
-    double epoch_seconds = 0, loss_sum = 0;
-    int64_t epoch_samples = 0, epoch_steps = 0;
-    for (int64_t b = e == start.epoch ? start.batch : 0; b < nb; ++b) {
+    epoch_seconds = loss_sum = 0;
+    epoch_samples = epoch_steps = 0;
+    for (int64_t b = e == start.epoch ? start.batch : 0; b < nb;) {
       if (o.max_steps && run_steps == o.max_steps) {
         r.stopped_by_max_steps = true;
         break;
       }
-      auto t0 = Clock::now();
-      std::span<const int64_t> idx = batch_indices(order, o.batch, b);
-      std::map<std::string, Tensor> inputs = feed.make(train_set, idx);
-      double data_s = since(t0);
-      Executable& exe = cache.get(kTrainGraph, static_cast<int64_t>(idx.size()));
-      auto t1 = Clock::now();
-      std::vector<Tensor> out = exe.run(inputs);
-      double train_s = since(t1);
-      r.time.data += data_s;
-      r.time.train += train_s;
-      epoch_seconds += data_s + train_s;
-      if (out.empty() || out[0].dtype() != ir::DType::f32 || out[0].numel() != 1)
-        throw std::runtime_error(fmt::format("model {}: train_step's first output is {}, expected the f32 scalar loss",
-                                             m.name, out.empty() ? "missing" : describe(out[0])));
-      double loss = out[0].f32()[0];
-      ++run_steps;
-      r.end = {e, b + 1, r.end.step + 1};
-      if (!std::isfinite(loss)) throw NonFiniteLossError(r.end.step, e + 1, loss, non_finite_params(m, cache.params()));
-      r.losses.push_back(loss);
-      loss_sum += loss;
-      epoch_samples += static_cast<int64_t>(idx.size());
-      ++epoch_steps;
-      if (observer) {
-        double elapsed = since(run_start);
-        observer->on_step({e + 1, o.epochs, b + 1, nb, r.end.step, loss,
-                           epoch_seconds > 0 ? static_cast<double>(epoch_samples) / epoch_seconds : 0.0,
-                           elapsed / static_cast<double>(run_steps) * static_cast<double>(remaining - run_steps)});
+      if (resident && b < full_batches) {
+        int64_t steps = std::min(metrics_every, full_batches - b);
+        if (o.max_steps) steps = std::min(steps, o.max_steps - run_steps);
+        run_chunk(e, b, steps, order);
+        b += steps;
+      } else {
+        run_step(e, b, order);
+        ++b;
       }
     }
     if (r.stopped_by_max_steps) break;

@@ -1,6 +1,8 @@
 // The training loop: epochs over an in-memory data set in a seeded order, one train_step per
 // batch (the last partial batch too), a finite-loss check after every step, test accuracy
-// per epoch, checkpoints at epoch ends, and resuming from any batch.
+// per epoch, checkpoints at epoch ends, and resuming from any batch. On the cuda plugin's
+// backend the full batches run device-resident (ResidentTrainer) with the same batches,
+// losses and reports.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -27,6 +29,7 @@ struct TrainOptions {
   int64_t eval_batch = 500;
   std::vector<double> mean, std;  // per-channel input normalization
   std::string save_path;          // non-empty: save_checkpoint at every epoch end and at a --steps stop
+  int64_t metrics_every = 50;     // cuda resident training: steps per device call (host reads losses)
 };
 
 /// Seconds spent in each part of a run.
