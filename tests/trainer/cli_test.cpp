@@ -13,28 +13,12 @@
 
 namespace {
 
-struct Result {
-  int code = -1;
-  std::string out, err;
-};
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using Result = dnnc::test::CliResult;
+using dnnc::test::slurp;
 
 // Runs `dnnc ARGS` from the repository root, capturing stdout and stderr.
 Result run_dnnc(const dnnc::test::TempDir& dir, const std::string& args) {
-  std::string out = dir.file("stdout.txt"), err = dir.file("stderr.txt");
-  std::string cmd = std::string(DNNC_BINARY) + " " + args + " >" + out + " 2>" + err;
-  int status = std::system(cmd.c_str());
-  Result r;
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = slurp(out);
-  r.err = slurp(err);
-  return r;
+  return dnnc::test::run_cli(DNNC_BINARY, dir, "", args);
 }
 
 // A small synthetic CIFAR-10 directory for TinyMLP.

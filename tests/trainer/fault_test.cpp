@@ -27,12 +27,7 @@ using dnnc::test::TempDir;
 
 namespace {
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using dnnc::test::slurp;
 
 // Starts `dnnc ARGS` (stdout and stderr to files in `dir`) with `env` added; returns its pid.
 pid_t spawn_dnnc(const TempDir& dir, const std::string& args, const std::map<std::string, std::string>& env,
@@ -48,10 +43,7 @@ pid_t spawn_dnnc(const TempDir& dir, const std::string& args, const std::map<std
   return pid;
 }
 
-struct Result {
-  int code = -1;
-  std::string out, err;
-};
+using Result = dnnc::test::CliResult;
 
 Result run_dnnc(const TempDir& dir, const std::string& args, const std::string& tag = "run") {
   const pid_t pid = spawn_dnnc(dir, args, {}, tag);

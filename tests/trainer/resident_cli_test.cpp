@@ -20,17 +20,8 @@
 
 namespace {
 
-struct Result {
-  int code = -1;
-  std::string out, err;
-};
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using Result = dnnc::test::CliResult;
+using dnnc::test::slurp;
 
 // The fake cuda plugin, wrapping the reference backend.
 const std::string kFakeCuda =
@@ -38,14 +29,7 @@ const std::string kFakeCuda =
 
 // Runs `ENV dnnc ARGS` from the repository root, capturing stdout and stderr.
 Result run_dnnc(const dnnc::test::TempDir& dir, const std::string& env, const std::string& args) {
-  std::string out = dir.file("stdout.txt"), err = dir.file("stderr.txt");
-  std::string cmd = env + " " + std::string(DNNC_BINARY) + " " + args + " >" + out + " 2>" + err;
-  int status = std::system(cmd.c_str());
-  Result r;
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = slurp(out);
-  r.err = slurp(err);
-  return r;
+  return dnnc::test::run_cli(DNNC_BINARY, dir, env, args);
 }
 
 // 96 synthetic CIFAR-10 training images: at --batch 20, 4 full batches and one of 16 per epoch.

@@ -1,11 +1,15 @@
 // Helpers of the trainer tests: compiling a model with recipe overrides (as `dnnc train`
-// does), synthetic data, a counting backend, and temporary directories.
+// does), synthetic data, a counting backend, temporary directories, and running the dnnc binary.
 #pragma once
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -60,5 +64,33 @@ struct TempDir {
   }
   std::string file(const std::string& name) const { return (path / name).string(); }
 };
+
+/// The whole file, bytes as they are ("" if it cannot be read).
+inline std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+/// What a run of the dnnc binary gave: exit code (-1 if it did not exit), stdout, stderr.
+struct CliResult {
+  int code = -1;
+  std::string out, err;
+};
+
+/// Runs `ENV BINARY ARGS` through the shell from the current directory (the repository root),
+/// stdout and stderr captured in `dir`; `env` is a list of NAME=VALUE words, or empty.
+inline CliResult run_cli(const std::string& binary, const TempDir& dir, const std::string& env,
+                         const std::string& args) {
+  std::string out = dir.file("stdout.txt"), err = dir.file("stderr.txt");
+  std::string cmd = env + (env.empty() ? "" : " ") + binary + " " + args + " >" + out + " 2>" + err;
+  int status = std::system(cmd.c_str());
+  CliResult r;
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = slurp(out);
+  r.err = slurp(err);
+  return r;
+}
 
 }  // namespace dnnc::test
