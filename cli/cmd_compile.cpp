@@ -66,9 +66,18 @@ std::string cuda_file(const codegen::Program& p) {
     if (st.kind == codegen::Step::Kind::gemm) {
       const codegen::GemmCall& g = st.gemm;
       if (k >= 0) head += fmt::format("//   {} (bias fill)\n", cp.kernels[k].name);
-      head += fmt::format("//   cuBLASLt GEMM m={} n={} k={}{}{}{}\n", g.m, g.n, g.k, g.trans_a ? " A^T" : "",
-                          g.trans_b ? " B^T" : "", g.batch > 1 ? fmt::format(" batch={}", g.batch) : "");
-      if (cp.step_epilogue[s] >= 0) head += fmt::format("//   {} (epilogue)\n", cp.kernels[cp.step_epilogue[s]].name);
+      const codegen::CudaGemmAct& act = cp.step_act[s];
+      std::string epilogue = codegen::cuda_lt_act_name(act.act, codegen::cuda_gemm_bias_epilogue(g));
+      if (act.mask >= 0) epilogue += fmt::format(" mask {}", act.mask);
+      head += fmt::format("//   cuBLASLt GEMM m={} n={} k={}{}{}{} epilogue {}\n", g.m, g.n, g.k, g.trans_a ? " A^T" : "",
+                          g.trans_b ? " B^T" : "", g.batch > 1 ? fmt::format(" batch={}", g.batch) : "", epilogue);
+      // Kernels the cuBLASLt epilogue replaces run only where cuBLASLt has no algorithm for it.
+      const char* instead = act.act != codegen::CudaLtAct::none ? ", unless cuBLASLt does it" : "";
+      if (cp.step_epilogue[s] >= 0)
+        head += fmt::format("//   {} (epilogue{})\n", cp.kernels[cp.step_epilogue[s]].name, instead);
+      if (cp.step_col_sums[s] >= 0)
+        head += fmt::format("//   {} (column sums{})\n", cp.kernels[cp.step_col_sums[s]].name,
+                            act.act == codegen::CudaLtAct::drelu_bgrad ? instead : "");
     } else if (k >= 0) {
       const codegen::CudaKernel& ck = cp.kernels[k];
       head += fmt::format("//   {} <<<{}, {}>>> ({})\n", ck.name, ck.launch.grid, ck.launch.block,

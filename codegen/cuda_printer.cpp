@@ -11,6 +11,8 @@
 #include <set>
 #include <stdexcept>
 
+#include "codegen/coschedule.h"
+
 namespace dnnc::codegen {
 
 const char* cuda_mapping_name(CudaMapping m) {
@@ -29,6 +31,74 @@ const char* cuda_mapping_name(CudaMapping m) {
 
 bool cuda_gemm_bias_epilogue(const GemmCall& g) {
   return g.bias_kind == GemmCall::Bias::per_col && g.batch == 1 && g.beta == 0.0f && !g.accumulate_batches;
+}
+
+const char* cuda_lt_act_name(CudaLtAct a, bool bias) {
+  switch (a) {
+    case CudaLtAct::none:
+      return bias ? "BIAS" : "DEFAULT";
+    case CudaLtAct::relu:
+      return bias ? "RELU_BIAS" : "RELU";
+    case CudaLtAct::relu_aux:
+      return bias ? "RELU_AUX_BIAS" : "RELU_AUX";
+    case CudaLtAct::drelu:
+      return "DRELU";
+    case CudaLtAct::drelu_bgrad:
+      return "DRELU_BGRAD";
+  }
+  return "?";
+}
+
+void plan_cuda_gemm_acts(const Program& p, std::vector<CudaGemmAct>& step_act, std::vector<CudaReluMask>& masks) {
+  step_act.assign(p.steps.size(), CudaGemmAct{});
+  masks.clear();
+  auto root = [&](int b) {
+    const Buffer& buf = p.buffers.at(static_cast<size_t>(b));
+    return buf.kind == BufferKind::alias ? buf.alias_of : b;
+  };
+  // One product into a dense C with a generated epilogue (cuBLASLt's epilogue replaces it).
+  auto single = [](const Step& s) {
+    const GemmCall& g = s.gemm;
+    return s.kind == Step::Kind::gemm && g.epilogue >= 0 && g.batch == 1 && !g.accumulate_batches && g.ldc == g.n &&
+           g.first_step < 0;
+  };
+  for (size_t i = 0; i < p.steps.size(); ++i) {
+    const GemmCall& g = p.steps[i].gemm;
+    if (!single(p.steps[i]) || g.act != GemmCall::Act::relu_backward || g.act_mask < 0 ||
+        g.bias_kind != GemmCall::Bias::none)
+      continue;
+    // The last step before this one that writes the mask must be a relu GEMM of C's shape.
+    const int mask = root(g.act_mask);
+    for (size_t j = i; j-- > 0;) {
+      if (!step_access(p, p.steps[j]).writes.count(mask)) continue;
+      const GemmCall& f = p.steps[j].gemm;
+      if (single(p.steps[j]) && f.act == GemmCall::Act::relu && root(f.c) == mask && f.m == g.m && f.n == g.n) {
+        CudaGemmAct& fa = step_act[j];
+        if (fa.act != CudaLtAct::relu_aux) {
+          fa.act = CudaLtAct::relu_aux;
+          fa.mask = static_cast<int>(masks.size());
+          masks.push_back({.rows = f.n, .cols = f.m, .ld = (f.n + 127) / 128 * 128, .producer = static_cast<int>(j)});
+        }
+        step_act[i] = {g.col_sums >= 0 ? CudaLtAct::drelu_bgrad : CudaLtAct::drelu, fa.mask};
+      }
+      break;
+    }
+  }
+  for (size_t i = 0; i < p.steps.size(); ++i)
+    if (single(p.steps[i]) && p.steps[i].gemm.act == GemmCall::Act::relu && step_act[i].act == CudaLtAct::none)
+      step_act[i].act = CudaLtAct::relu;
+  // Masks numbered in the order their relu_aux GEMMs run.
+  std::vector<int> order(masks.size()), renumber(masks.size());
+  for (size_t m = 0; m < masks.size(); ++m) order[m] = static_cast<int>(m);
+  std::sort(order.begin(), order.end(), [&](int x, int y) { return masks[x].producer < masks[y].producer; });
+  std::vector<CudaReluMask> sorted;
+  for (int m : order) {
+    renumber[static_cast<size_t>(m)] = static_cast<int>(sorted.size());
+    sorted.push_back(masks[static_cast<size_t>(m)]);
+  }
+  masks = std::move(sorted);
+  for (CudaGemmAct& a : step_act)
+    if (a.mask >= 0) a.mask = renumber[static_cast<size_t>(a.mask)];
 }
 
 std::string cuda_float_literal(float v) {
@@ -752,6 +822,16 @@ template <class T, class Op> __device__ __forceinline__ T dnnc_block_allreduce(T
 }
 )";
 
+// The opening of a hand-written kernel of a GEMM step: `in` read, `out` written (f32 buffers),
+// the error flag; it returns at once if an earlier kernel failed.
+std::string gemm_kernel_head(const std::string& name, const char* in, const char* out) {
+  return fmt::format(
+             "extern \"C\" __global__ void {}(const float* __restrict__ {}, float* __restrict__ {}, "
+             "int* __restrict__ dnnc_err, int dnnc_err_base) {{\n",
+             name, in, out) +
+         "  if (*(volatile int*)dnnc_err) return;\n";
+}
+
 std::string bias_kernel(const Program& p, size_t step, CudaKernel& info) {
   const GemmCall& g = p.steps[step].gemm;
   int64_t rows = g.accumulate_batches ? g.m : g.batch * g.m;
@@ -760,11 +840,7 @@ std::string bias_kernel(const Program& p, size_t step, CudaKernel& info) {
   for (const auto& l : p.steps[step].comment) out += "// " + l + "\n";
   out += fmt::format("// bias {} of GEMM step {}: C = bias, then the GEMM accumulates (beta 1)\n",
                      g.bias_kind == GemmCall::Bias::per_col ? "per column" : "per row", step);
-  out += fmt::format(
-      "extern \"C\" __global__ void {}(const float* __restrict__ bias, float* __restrict__ c, "
-      "int* __restrict__ dnnc_err, int dnnc_err_base) {{\n",
-      info.name);
-  out += "  if (*(volatile int*)dnnc_err) return;\n";
+  out += gemm_kernel_head(info.name, "bias", "c");
   out += "  const i64 dnnc_tid = (i64)blockIdx.x * blockDim.x + threadIdx.x;\n";
   out += "  const i64 dnnc_nthreads = (i64)gridDim.x * blockDim.x;\n";
   out += fmt::format("  for (i64 e = dnnc_tid; e < {}; e += dnnc_nthreads) {{\n", rows * g.n);
@@ -778,6 +854,24 @@ std::string bias_kernel(const Program& p, size_t step, CudaKernel& info) {
   return out;
 }
 
+// Column sums of GEMM step `step`'s C after its epilogue (GemmCall::col_sums, a bias
+// gradient): one thread per column, rows in order.
+std::string col_sums_kernel(const Program& p, size_t step, CudaKernel& info) {
+  const GemmCall& g = p.steps[step].gemm;
+  std::string out = fmt::format("// {}\n", p.steps[step].comment.back());
+  out += fmt::format("// column sums of C of GEMM step {} after its epilogue\n", step);
+  out += gemm_kernel_head(info.name, "c", "sums");
+  out += "  const i64 j = (i64)blockIdx.x * blockDim.x + threadIdx.x;\n";
+  out += fmt::format("  if (j >= {}) return;\n", g.n);
+  out += "  float s = 0.0f;\n";
+  out += fmt::format("  for (i64 r = 0; r < {}; ++r) s += c[r * {} + j];\n", g.m, g.ldc);
+  out += "  sums[j] = s;\n}\n";
+  info.mapping = CudaMapping::grid_thread;
+  info.launch.grid = (g.n + kCudaBlock - 1) / kCudaBlock;
+  info.launch.block = kCudaBlock;
+  return out;
+}
+
 }  // namespace
 
 CudaProgram print_program_cuda(const Program& p) {
@@ -787,6 +881,8 @@ CudaProgram print_program_cuda(const Program& p) {
   cp.source += kPrelude;
   cp.step_kernel.assign(p.steps.size(), -1);
   cp.step_epilogue.assign(p.steps.size(), -1);
+  cp.step_col_sums.assign(p.steps.size(), -1);
+  plan_cuda_gemm_acts(p, cp.step_act, cp.relu_masks);
   int error_base = 0;
   for (size_t i = 0; i < p.steps.size(); ++i) {
     const Step& s = p.steps[i];
@@ -804,10 +900,10 @@ CudaProgram print_program_cuda(const Program& p) {
       error_base += static_cast<int>(k.errors.size());
     } else if (s.kind == Step::Kind::gemm) {
       const GemmCall& g = s.gemm;
-      if (g.first_step >= 0 || g.col_sums >= 0)
+      if (g.first_step >= 0)
         throw std::runtime_error(fmt::format(
-            "cuda printer: GEMM step {} has a step-dependent alpha/beta or column sums (lower with "
-            "LowerOptions::optimizer_in_gemm and bias_grad_in_gemm off)",
+            "cuda printer: GEMM step {} has a step-dependent alpha/beta (lower with "
+            "LowerOptions::optimizer_in_gemm off)",
             i));
       if (int e = epilogue_of(g); e >= 0) {
         // A map over C after the product (KernelIR's GEMM epilogue): its own launch over all of C.
@@ -826,9 +922,18 @@ CudaProgram print_program_cuda(const Program& p) {
         if (ep.mapping != CudaMapping::block)
           ep.launch.grid = std::clamp<int64_t>((g.batch * g.m * g.n + kCudaBlock - 1) / kCudaBlock, 1, kCudaMaxGrid);
         error_base += static_cast<int>(k.errors.size());
-        cp.step_epilogue.resize(p.steps.size(), -1);
         cp.step_epilogue[i] = static_cast<int>(cp.kernels.size());
         cp.kernels.push_back(std::move(ep));
+      }
+      if (g.col_sums >= 0) {
+        CudaKernel cs;
+        cs.step = static_cast<int>(i);
+        cs.name = fmt::format("g{}_col_sums", i);
+        cs.args = {g.c, g.col_sums};
+        cs.error_base = error_base;
+        cp.source += "\n" + col_sums_kernel(p, i, cs);
+        cp.step_col_sums[i] = static_cast<int>(cp.kernels.size());
+        cp.kernels.push_back(std::move(cs));
       }
       if (g.bias_kind == GemmCall::Bias::none || cuda_gemm_bias_epilogue(g)) continue;
       info.name = fmt::format("g{}_bias", i);

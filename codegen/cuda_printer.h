@@ -45,6 +45,31 @@ struct CudaKernel {
   CudaLaunch launch;
 };
 
+/// A cuBLASLt epilogue doing a GEMM step's activation (GemmCall::act), and its bias-gradient
+/// column sums, instead of the generated kernels:
+///   relu:        C = relu(product [+ bias])                 RELU, RELU_BIAS
+///   relu_aux:    the same, and writes C's ReLU bit mask      RELU_AUX, RELU_AUX_BIAS
+///   drelu:       C = product where that mask is set, else 0  DRELU
+///   drelu_bgrad: the same, and col_sums = C's column sums    DRELU_BGRAD
+/// The runtime asks cuBLASLt for each; where it finds no algorithm, the step runs its generated
+/// epilogue (and column-sum) kernels instead, and so does a drelu whose mask was not written.
+enum class CudaLtAct : uint8_t { none, relu, relu_aux, drelu, drelu_bgrad };
+const char* cuda_lt_act_name(CudaLtAct a, bool bias);
+
+/// A ReLU bit mask of a relu_aux GEMM's C, laid out as cuBLASLt sees C (column-major: `rows` =
+/// C's columns n, `cols` = C's rows m), one bit per element, `ld` bits per column (rows rounded
+/// up to 128, as cuBLASLt requires).
+struct CudaReluMask {
+  int64_t rows = 0, cols = 0, ld = 0;
+  int producer = -1;  // the relu_aux step that writes it
+  int64_t bytes() const { return ld / 8 * cols; }
+};
+
+struct CudaGemmAct {
+  CudaLtAct act = CudaLtAct::none;
+  int mask = -1;  // relu_aux, drelu, drelu_bgrad: index into CudaProgram::relu_masks
+};
+
 struct CudaProgram {
   std::string source;               // one translation unit for NVRTC, no #include
   std::vector<CudaKernel> kernels;  // in launch order
@@ -54,7 +79,19 @@ struct CudaProgram {
   /// Per Program step: the index into `kernels` of a GEMM step's epilogue kernel (a map over C
   /// launched right after the product), or -1.
   std::vector<int> step_epilogue;
+  /// Per Program step: the index into `kernels` of a GEMM step's column-sum kernel (GemmCall::
+  /// col_sums, launched after the epilogue), or -1.
+  std::vector<int> step_col_sums;
+  /// Per Program step: the cuBLASLt activation epilogue planned for a GEMM step.
+  std::vector<CudaGemmAct> step_act;
+  std::vector<CudaReluMask> relu_masks;
 };
+
+/// The cuBLASLt activation epilogues for program `p`'s GEMM steps (print_program_cuda fills
+/// CudaProgram::step_act and relu_masks with this). A relu_backward GEMM gets drelu[_bgrad] when
+/// its mask buffer is the C of an earlier relu GEMM of the same shape that no step in between
+/// writes; that GEMM becomes relu_aux.
+void plan_cuda_gemm_acts(const Program& p, std::vector<CudaGemmAct>& step_act, std::vector<CudaReluMask>& masks);
 
 /// True if GEMM `g`'s bias is applied by cuBLASLt's BIAS epilogue (per-column bias of one
 /// problem with beta 0: C = A·B + bias); otherwise a generated bias fill runs first and the
@@ -74,14 +111,15 @@ CudaProgram print_program_cuda(const Program& p);
 inline constexpr int64_t kCudaParallelMinWork = 1;
 
 /// How the cuda backend lowers (also `dnnc compile --emit=cuda` and the NVRTC tests): every loop
-/// nest that may run in parallel on the grid; none of the C++ printer's fusions (cuBLASLt takes
-/// fixed alpha/beta, GEMMs run one after another on the stream); 4 conv out-channels per
-/// thread (8 spill registers on sm_80).
+/// nest that may run in parallel on the grid; bias-gradient sums attached to their GEMM (for
+/// DRELU_BGRAD, else a column-sum kernel); not the optimizer update in its GEMM (cuBLASLt takes
+/// fixed alpha/beta) nor co-scheduled GEMMs (they run one after another on the stream); 4 conv
+/// out-channels per thread (8 spill registers on sm_80).
 inline LowerOptions cuda_lower_options() {
   LowerOptions o;
   o.parallel_min_work = kCudaParallelMinWork;
   o.optimizer_in_gemm = false;
-  o.bias_grad_in_gemm = false;
+  o.bias_grad_in_gemm = true;
   o.coschedule_gemms = false;
   o.conv_channels_per_pass = 4;
   return o;

@@ -353,6 +353,22 @@ size_t lower_gemm_col_sums(LowerCtx& ctx, const std::vector<const ir::Node*>& no
   return 1;
 }
 
+// Names the activation of the GEMM step just emitted when its epilogue `maps` is exactly one
+// relu of the product, or one relu_backward of the product (the incoming gradient) masked by
+// another f32 value of C's shape (GemmCall::act; the CUDA printer maps it to cuBLASLt).
+void tag_gemm_act(LowerCtx& ctx, const std::vector<const ir::Node*>& maps, ir::ValueId result) {
+  if (maps.size() != 1) return;
+  const ir::Node& n = *maps[0];
+  GemmCall& g = ctx.prog.steps.back().gemm;
+  if (n.op == "relu" && n.inputs.size() == 1 && n.inputs[0] == result) {
+    g.act = GemmCall::Act::relu;
+  } else if (n.op == "relu_backward" && n.inputs.size() == 2 && n.inputs[0] == result && n.inputs[1] != result &&
+             ctx.graph.value(n.inputs[1]).type.dtype == ir::DType::f32 && ctx.shape(n.inputs[1]) == ctx.shape(result)) {
+    g.act = GemmCall::Act::relu_backward;
+    g.act_mask = ctx.buffer(n.inputs[1]);
+  }
+}
+
 // GEMM epilogue: if nodes[i] is a linear/matmul whose result feeds a run of map ops that join
 // it element by element (relu after linear, relu_backward after the input-gradient matmul), and
 // the result itself is used nowhere else, lowers the GEMM writing straight into the buffer of
@@ -393,6 +409,7 @@ size_t lower_gemm_epilogue(LowerCtx& ctx, const std::vector<const ir::Node*>& no
   ctx.comment.clear();
   for (const ir::Node* n : maps) ctx.comment.push_back(ctx.node_text(*n));
   lower_map_group(ctx, maps, result);
+  tag_gemm_act(ctx, maps, result);
   return run.size() + lower_gemm_col_sums(ctx, nodes, i + run.size(), target);
 }
 

@@ -37,6 +37,18 @@ std::vector<std::string> program_errors(const Program& p) {
   return out;
 }
 
+const char* gemm_act_name(GemmCall::Act a) {
+  switch (a) {
+    case GemmCall::Act::none:
+      return "none";
+    case GemmCall::Act::relu:
+      return "relu";
+    case GemmCall::Act::relu_backward:
+      return "relu_backward";
+  }
+  return "?";
+}
+
 std::string describe(const Program& p) {
   std::string out = fmt::format("program {}.{} batch {}: {} buffers, {} steps\n", p.module_name, p.graph_name, p.batch,
                                 p.buffers.size(), p.steps.size());
@@ -59,6 +71,8 @@ std::string describe(const Program& p) {
       if (g.first_step >= 0)
         out += fmt::format(" alpha,beta={},{} (first step {},{})", g.alpha, g.beta, g.alpha_first, g.beta_first);
       if (g.col_sums >= 0) out += " col_sums " + p.buffers.at(static_cast<size_t>(g.col_sums)).name;
+      if (g.act != GemmCall::Act::none) out += fmt::format(" act {}", gemm_act_name(g.act));
+      if (g.act_mask >= 0) out += " mask " + p.buffers.at(static_cast<size_t>(g.act_mask)).name;
       if (s.with_next) out += " with_next";
     }
     out += s.comment.empty() ? "\n" : "  // " + s.comment.front() + "\n";

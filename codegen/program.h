@@ -67,7 +67,15 @@ struct GemmCall {
   /// over axis 0 of the epilogue's result): per-thread partial sums over its rows while they
   /// are in cache, added at the end. -1: none. Needs an epilogue.
   int col_sums = -1;
+  /// The epilogue's work when it is exactly one activation that a GEMM library can apply itself
+  /// (cuBLASLt's RELU and DRELU epilogues, chosen by the CUDA printer; the C++ printer always
+  /// runs the epilogue kernel): relu: C = max(C, 0); relu_backward: C where buffer `act_mask`
+  /// (the forward relu's input or output) is > 0, else 0. none: no epilogue, or any other one.
+  enum class Act : uint8_t { none, relu, relu_backward };
+  Act act = Act::none;
+  int act_mask = -1;
 };
+const char* gemm_act_name(GemmCall::Act a);
 
 struct Step {
   enum class Kind : uint8_t { kernel, gemm };

@@ -9,6 +9,8 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <stdexcept>
@@ -75,8 +77,19 @@ struct Context {
   GemmOptions gemm;
   KernelCache cache;
 
+  bool log_epilogues = false;  // $DNNC_CUBLASLT_EPILOGUES=log: one stderr line per GEMM plan
+
   explicit Context(const dnnc_cuda_options& o) : cache(o.cache_dir ? o.cache_dir : "") {
     gemm.tf32 = o.tf32 != 0;
+    if (const char* e = std::getenv("DNNC_CUBLASLT_EPILOGUES"); e && *e) {
+      std::string v = e;
+      if (v == "off")
+        gemm.activation_epilogues = false;
+      else if (v == "log")
+        log_epilogues = true;
+      else if (v != "on")
+        throw std::runtime_error(fmt::format("DNNC_CUBLASLT_EPILOGUES is '{}'; expected on, off or log", v));
+    }
     DNNC_CUDA_CHECK(cudaGetDevice(&device));
     cudaDeviceProp prop{};
     DNNC_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
@@ -118,10 +131,8 @@ class CudaExecutable final : public Executable, public ResidentTrainer {
         fail(fmt::format("kernel {} needs {} bytes of shared memory, the device allows {}", k.name,
                          k.launch.shared_bytes, ctx_->max_shared_per_block));
     load_kernels();
-    for (const codegen::Step& s : prog_.steps)
-      gemms_.push_back(s.kind == codegen::Step::Kind::gemm ? std::make_unique<GemmPlan>(ctx_->lt, s.gemm, ctx_->gemm)
-                                                           : nullptr);
     plan_arena();
+    plan_gemms();
   }
 
   ~CudaExecutable() override {
@@ -320,11 +331,57 @@ class CudaExecutable final : public Executable, public ResidentTrainer {
     off = align_up(off + kRing * sizeof(float));
     workspace_offset_ = off;
     off = align_up(off + ctx_->gemm.workspace_bytes);
+    for (const codegen::CudaReluMask& m : cprog_.relu_masks) {  // written by relu_aux GEMMs
+      mask_offset_.push_back(off);
+      off = align_up(off + static_cast<size_t>(m.bytes()));
+    }
     order_offset_ = SIZE_MAX;  // sized by the dataset: allocated at the end, see load_dataset
     arena_bytes_ = off;
     DNNC_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&arena_), arena_bytes_ + max_order_bytes()));
     order_offset_ = arena_bytes_;
     DNNC_CUDA_CHECK(cudaMemset(arena_, 0, arena_bytes_));
+  }
+
+  // A cuBLASLt plan per GEMM step, in program order, with the activation epilogue the printer
+  // planned: a drelu asks for its mask only if the relu_aux GEMM that writes it got one.
+  void plan_gemms() {
+    using codegen::CudaLtAct;
+    std::vector<bool> mask_written(cprog_.relu_masks.size(), false);
+    for (size_t i = 0; i < prog_.steps.size(); ++i) {
+      const codegen::Step& s = prog_.steps[i];
+      if (s.kind != codegen::Step::Kind::gemm) {
+        gemms_.push_back(nullptr);
+        continue;
+      }
+      const codegen::CudaGemmAct& planned = cprog_.step_act[i];
+      GemmActRequest req;
+      req.act = planned.act;
+      if (planned.mask >= 0) {
+        const codegen::CudaReluMask& m = cprog_.relu_masks[static_cast<size_t>(planned.mask)];
+        req.mask = dev(mask_offset_[static_cast<size_t>(planned.mask)]);
+        req.mask_ld = m.ld;
+        bool reads = planned.act == CudaLtAct::drelu || planned.act == CudaLtAct::drelu_bgrad;
+        if (reads && !mask_written[static_cast<size_t>(planned.mask)]) req.act = CudaLtAct::none;
+      }
+      if (req.act == CudaLtAct::drelu_bgrad) req.bgrad = static_cast<float*>(buf(s.gemm.col_sums));
+      auto plan = std::make_unique<GemmPlan>(ctx_->lt, s.gemm, ctx_->gemm, req);
+      if (plan->act() == CudaLtAct::relu_aux) mask_written[static_cast<size_t>(planned.mask)] = true;
+      if (ctx_->log_epilogues) log_gemm(i, planned.act, *plan);
+      gemms_.push_back(std::move(plan));
+    }
+  }
+
+  void log_gemm(size_t step, codegen::CudaLtAct planned, const GemmPlan& plan) const {
+    const codegen::GemmCall& g = prog_.steps[step].gemm;
+    std::string refused;
+    for (codegen::CudaLtAct a : plan.refused())
+      refused += fmt::format(", {} refused", codegen::cuda_lt_act_name(a, plan.bias_epilogue()));
+    std::string line = fmt::format("dnnc: cuda: {}.{} step {}: GEMM m={} n={} k={}: cuBLASLt epilogue {}{}",
+                                   prog_.module_name, prog_.graph_name, step, g.m, g.n, g.k,
+                                   codegen::cuda_lt_act_name(plan.act(), plan.bias_epilogue()), refused);
+    if (planned != codegen::CudaLtAct::none && plan.act() == codegen::CudaLtAct::none)
+      line += " (the generated kernels run instead)";
+    std::fprintf(stderr, "%s\n", line.c_str());
   }
 
   // Room for a sample order of up to 1M samples (the 60k-sample epochs of the benchmarks).
@@ -403,7 +460,12 @@ class CudaExecutable final : public Executable, public ResidentTrainer {
       const float* bias = g.bias >= 0 ? static_cast<const float*>(buf(g.bias)) : nullptr;
       gemms_[i]->run(s, static_cast<const float*>(buf(g.a)), static_cast<const float*>(buf(g.b)), bias,
                      static_cast<float*>(buf(g.c)), dev(workspace_offset_));
-      if (int e = cprog_.step_epilogue[i]; e >= 0) launch_kernel(static_cast<size_t>(e));  // map over C
+      // The generated kernels run where cuBLASLt's epilogue does not do their work.
+      codegen::CudaLtAct act = gemms_[i]->act();
+      if (int e = cprog_.step_epilogue[i]; e >= 0 && act == codegen::CudaLtAct::none)
+        launch_kernel(static_cast<size_t>(e));  // map over C
+      if (int c = cprog_.step_col_sums[i]; c >= 0 && act != codegen::CudaLtAct::drelu_bgrad)
+        launch_kernel(static_cast<size_t>(c));  // bias gradient
     }
     auto bytes = [&](int b) { return static_cast<size_t>(prog_.buffers[static_cast<size_t>(b)].numel()) * 4; };
     for (size_t u = 0; u < prog_.updates.size(); ++u) {
@@ -462,7 +524,7 @@ class CudaExecutable final : public Executable, public ResidentTrainer {
   std::vector<std::unique_ptr<GemmPlan>> gemms_;
   char* arena_ = nullptr;
   size_t arena_bytes_ = 0;
-  std::vector<size_t> offset_;
+  std::vector<size_t> offset_, mask_offset_;
   std::vector<int> update_target_;
   std::vector<size_t> update_snapshot_, update_home_;
   size_t err_offset_ = 0, counter_offset_ = 0, ring_offset_ = 0, workspace_offset_ = 0, order_offset_ = 0;

@@ -1,12 +1,13 @@
 // cuBLASLt matmul plans for codegen::GemmCall (gemm_lt.h).
 #include "runtime/cuda/gemm_lt.h"
 
-#include "codegen/cuda_printer.h"
 #include "runtime/cuda/cuda_check.h"
 
 namespace dnnc::runtime::cuda {
 
 namespace {
+
+using codegen::CudaLtAct;
 
 cublasLtMatrixLayout_t layout(uint64_t rows, uint64_t cols, int64_t ld, int64_t batch, int64_t stride) {
   cublasLtMatrixLayout_t l = nullptr;
@@ -20,57 +21,131 @@ cublasLtMatrixLayout_t layout(uint64_t rows, uint64_t cols, int64_t ld, int64_t 
   return l;
 }
 
+cublasLtEpilogue_t epilogue_of(CudaLtAct act, bool bias) {
+  switch (act) {
+    case CudaLtAct::none:
+      return bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
+    case CudaLtAct::relu:
+      return bias ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU;
+    case CudaLtAct::relu_aux:
+      return bias ? CUBLASLT_EPILOGUE_RELU_AUX_BIAS : CUBLASLT_EPILOGUE_RELU_AUX;
+    case CudaLtAct::drelu:
+      return CUBLASLT_EPILOGUE_DRELU;
+    case CudaLtAct::drelu_bgrad:
+      return CUBLASLT_EPILOGUE_DRELU_BGRAD;
+  }
+  return CUBLASLT_EPILOGUE_DEFAULT;
+}
+
+// What to try after `act` when cuBLASLt has no algorithm for it.
+std::vector<CudaLtAct> with_fallbacks(CudaLtAct act) {
+  switch (act) {
+    case CudaLtAct::relu_aux:
+      return {CudaLtAct::relu_aux, CudaLtAct::relu, CudaLtAct::none};
+    case CudaLtAct::drelu_bgrad:
+      return {CudaLtAct::drelu_bgrad, CudaLtAct::drelu, CudaLtAct::none};
+    case CudaLtAct::none:
+      return {CudaLtAct::none};
+    default:
+      return {act, CudaLtAct::none};
+  }
+}
+
 }  // namespace
 
-GemmPlan::GemmPlan(cublasLtHandle_t lt, const codegen::GemmCall& g, const GemmOptions& options) : lt_(lt), g_(g) {
+GemmPlan::GemmPlan(cublasLtHandle_t lt, const codegen::GemmCall& g, const GemmOptions& options,
+                   const GemmActRequest& act)
+    : lt_(lt), g_(g) {
   using codegen::GemmCall;
   epilogue_bias_ = codegen::cuda_gemm_bias_epilogue(g);
   // A generated kernel wrote the bias into C when the epilogue cannot apply it.
   beta_ = g.bias_kind != GemmCall::Bias::none && !epilogue_bias_ ? 1.0f : g.beta;
+  for (CudaLtAct a : with_fallbacks(options.activation_epilogues ? act.act : CudaLtAct::none)) {
+    if (build(a, act, options)) {
+      act_ = a;
+      return;
+    }
+    refused_.push_back(a);
+  }
+}
+
+bool GemmPlan::build(CudaLtAct act, const GemmActRequest& req, const GemmOptions& options) {
+  const codegen::GemmCall& g = g_;
+  // The plain product must work (its failure is an error); an activation epilogue may not be
+  // available (this cuBLASLt, this GPU, these shapes): then the caller runs the kernels.
+  const bool optional = act != CudaLtAct::none;
+  auto ok = [&](cublasStatus_t s, const char* call, int line) {
+    if (s == CUBLAS_STATUS_SUCCESS) return true;
+    if (!optional) cublas_check(s, call, __FILE__, line);
+    destroy();
+    return false;
+  };
+#define DNNC_LT_TRY(call) \
+  if (!ok((call), #call, __LINE__)) return false
   // Problems summed into one C run one matmul each (beta 1 after the first): batch 1 here.
   int64_t batch = g.accumulate_batches ? 1 : g.batch;
-  DNNC_CUBLAS_CHECK(
+  DNNC_LT_TRY(
       cublasLtMatmulDescCreate(&desc_, options.tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, CUDA_R_32F));
   // Column-major: D[n, m] = op_b(B_mem) · op_a(A_mem).
   cublasOperation_t ta = g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
   cublasOperation_t tb = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
-  DNNC_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
-  DNNC_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
-  if (epilogue_bias_) {
-    cublasLtEpilogue_t e = CUBLASLT_EPILOGUE_BIAS;
-    DNNC_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, sizeof(e)));
+  DNNC_LT_TRY(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
+  DNNC_LT_TRY(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
+  const bool bias = epilogue_bias_ && act != CudaLtAct::drelu && act != CudaLtAct::drelu_bgrad;
+  if (cublasLtEpilogue_t e = epilogue_of(act, bias); e != CUBLASLT_EPILOGUE_DEFAULT)
+    DNNC_LT_TRY(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, sizeof(e)));
+  if (act == CudaLtAct::relu_aux || act == CudaLtAct::drelu || act == CudaLtAct::drelu_bgrad) {
+    DNNC_LT_TRY(
+        cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &req.mask, sizeof(req.mask)));
+    DNNC_LT_TRY(
+        cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &req.mask_ld, sizeof(req.mask_ld)));
   }
+  if (act == CudaLtAct::drelu_bgrad)
+    DNNC_LT_TRY(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &req.bgrad, sizeof(req.bgrad)));
   auto u = [](int64_t v) { return static_cast<uint64_t>(v); };
   la_ = g.trans_b ? layout(u(g.k), u(g.n), g.ldb, batch, g.stride_b) : layout(u(g.n), u(g.k), g.ldb, batch, g.stride_b);
   lb_ = g.trans_a ? layout(u(g.m), u(g.k), g.lda, batch, g.stride_a) : layout(u(g.k), u(g.m), g.lda, batch, g.stride_a);
   lc_ = layout(u(g.n), u(g.m), g.ldc, batch, g.stride_c);
 
   cublasLtMatmulPreference_t pref = nullptr;
-  DNNC_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
-  DNNC_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                                         &options.workspace_bytes, sizeof(options.workspace_bytes)));
+  DNNC_LT_TRY(cublasLtMatmulPreferenceCreate(&pref));
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
-  cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(lt_, desc_, la_, lb_, lc_, lc_, pref, 1, &result, &found);
+  cublasStatus_t st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                           &options.workspace_bytes, sizeof(options.workspace_bytes));
+  if (st == CUBLAS_STATUS_SUCCESS)
+    st = cublasLtMatmulAlgoGetHeuristic(lt_, desc_, la_, lb_, lc_, lc_, pref, 1, &result, &found);
   cublasLtMatmulPreferenceDestroy(pref);
-  DNNC_CUBLAS_CHECK(st);
-  if (found < 1)
+  DNNC_LT_TRY(st);
+#undef DNNC_LT_TRY
+  if (found < 1) {
+    if (optional) {
+      destroy();
+      return false;
+    }
     throw std::runtime_error(fmt::format("cuBLASLt has no algorithm for C[{},{}] = A{}·B{} (k {}, batch {})", g.m, g.n,
                                          g.trans_a ? "ᵀ" : "", g.trans_b ? "ᵀ" : "", g.k, g.batch));
+  }
   algo_ = result.algo;
   workspace_ = result.workspaceSize;
+  return true;
 }
 
-GemmPlan::~GemmPlan() {
+void GemmPlan::destroy() {
   if (la_) cublasLtMatrixLayoutDestroy(la_);
   if (lb_) cublasLtMatrixLayoutDestroy(lb_);
   if (lc_) cublasLtMatrixLayoutDestroy(lc_);
   if (desc_) cublasLtMatmulDescDestroy(desc_);
+  la_ = lb_ = lc_ = nullptr;
+  desc_ = nullptr;
 }
+
+GemmPlan::~GemmPlan() { destroy(); }
 
 void GemmPlan::run(cudaStream_t stream, const float* a, const float* b, const float* bias, float* c,
                    void* workspace) const {
-  if (epilogue_bias_)
+  const bool drelu = act_ == CudaLtAct::drelu || act_ == CudaLtAct::drelu_bgrad;
+  if (epilogue_bias_ && !drelu)
     DNNC_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
   const float alpha = g_.alpha;
   int64_t problems = g_.accumulate_batches ? g_.batch : 1;

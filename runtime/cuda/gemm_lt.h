@@ -1,13 +1,16 @@
 // A codegen::GemmCall as a cuBLASLt matmul plan: descriptors, layouts and the chosen algorithm
 // are made once (at compile time of the graph); `run` only enqueues, so it can be captured into
 // a CUDA graph. Row-major C = op(A)·op(B) is computed as column-major Cᵀ = op(B)ᵀ·op(A)ᵀ, so
-// transposes stay flags and a per-column bias is cuBLASLt's BIAS epilogue.
+// transposes stay flags, a per-column bias is cuBLASLt's BIAS epilogue, and a bias gradient
+// (column sums of C) is its BGRAD of Cᵀ's rows.
 #pragma once
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <vector>
 
+#include "codegen/cuda_printer.h"
 #include "codegen/program.h"
 
 namespace dnnc::runtime::cuda {
@@ -15,26 +18,51 @@ namespace dnnc::runtime::cuda {
 struct GemmOptions {
   bool tf32 = false;  // CUBLAS_COMPUTE_32F_FAST_TF32 instead of exact fp32
   size_t workspace_bytes = size_t{32} << 20;
+  /// Ask cuBLASLt for the activation epilogues the CUDA printer planned (codegen::CudaLtAct);
+  /// off: every activation runs as its generated kernel ($DNNC_CUBLASLT_EPILOGUES=off).
+  bool activation_epilogues = true;
+};
+
+/// The activation epilogue asked of a plan, with its device buffers (fixed for the plan's life:
+/// cuBLASLt's heuristic reads their alignment).
+struct GemmActRequest {
+  codegen::CudaLtAct act = codegen::CudaLtAct::none;
+  void* mask = nullptr;  // relu_aux: written; drelu, drelu_bgrad: read (a CudaReluMask)
+  int64_t mask_ld = 0;   // bits
+  float* bgrad = nullptr;  // drelu_bgrad: receives C's column sums
 };
 
 class GemmPlan {
  public:
-  /// Builds the plan for `g`. Throws std::runtime_error (cuBLASLt status, file, line) if
-  /// cuBLASLt rejects the problem or finds no algorithm for it.
-  GemmPlan(cublasLtHandle_t lt, const codegen::GemmCall& g, const GemmOptions& options);
+  /// Builds the plan for `g` with the first of `act` and its fallbacks (relu_aux → relu → none,
+  /// drelu_bgrad → drelu → none) for which cuBLASLt has an algorithm. Throws std::runtime_error
+  /// (cuBLASLt status, file, line) if cuBLASLt rejects even the plain product.
+  GemmPlan(cublasLtHandle_t lt, const codegen::GemmCall& g, const GemmOptions& options, const GemmActRequest& act = {});
   ~GemmPlan();
   GemmPlan(const GemmPlan&) = delete;
   GemmPlan& operator=(const GemmPlan&) = delete;
 
-  /// Enqueues C = op(A)·op(B) (+ bias or + C as the call says) on `stream`. `bias` is the
-  /// bias buffer when the epilogue applies it (cuda_gemm_bias_epilogue), else unused: the
-  /// caller has filled C with the bias and the plan accumulates (beta 1).
+  /// Enqueues C = op(A)·op(B) (+ bias or + C as the call says, then the activation) on
+  /// `stream`. `bias` is the bias buffer when the epilogue applies it (cuda_gemm_bias_epilogue),
+  /// else unused: the caller has filled C with the bias and the plan accumulates (beta 1).
   void run(cudaStream_t stream, const float* a, const float* b, const float* bias, float* c, void* workspace) const;
 
+  /// The activation epilogue cuBLASLt runs (none: the caller launches the generated kernels).
+  codegen::CudaLtAct act() const { return act_; }
+  /// The epilogues asked for and not available, in order (for the log).
+  const std::vector<codegen::CudaLtAct>& refused() const { return refused_; }
+  bool bias_epilogue() const { return epilogue_bias_; }
+
  private:
+  // Descriptors for `act`; false (nothing kept) if cuBLASLt has no algorithm for it.
+  bool build(codegen::CudaLtAct act, const GemmActRequest& req, const GemmOptions& options);
+  void destroy();
+
   cublasLtHandle_t lt_;
   codegen::GemmCall g_;
   bool epilogue_bias_ = false;
+  codegen::CudaLtAct act_ = codegen::CudaLtAct::none;
+  std::vector<codegen::CudaLtAct> refused_;
   float beta_ = 0;
   cublasLtMatmulDesc_t desc_ = nullptr;
   cublasLtMatrixLayout_t la_ = nullptr, lb_ = nullptr, lc_ = nullptr;

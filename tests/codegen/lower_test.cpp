@@ -129,6 +129,40 @@ TEST_CASE("map ops after a GEMM in one fuse group become its epilogue", "[codege
   for (const Step* s : gemms(q)) CHECK(s->gemm.epilogue < 0);
 }
 
+TEST_CASE("a GEMM epilogue that is exactly one relu or relu_backward is named for the CUDA printer",
+          "[codegen][lower]") {
+  ir::Module m = test::pipeline_model("tests/cpu/models/mlp_acts.dnn");
+  Program p = lower_graph(m, *m.graph("train_step"), 6);
+  std::vector<GemmCall::Act> acts;
+  std::vector<const GemmCall*> relu, relu_backward;
+  for (const Step* s : gemms(p)) {
+    acts.push_back(s->gemm.act);
+    if (s->gemm.act == GemmCall::Act::relu) relu.push_back(&s->gemm);
+    if (s->gemm.act == GemmCall::Act::relu_backward) relu_backward.push_back(&s->gemm);
+    if (s->gemm.act != GemmCall::Act::relu_backward) CHECK(s->gemm.act_mask == -1);
+  }
+  // fc1 and fc2 (relu); not fc3 (tanh), fc4 (relu(a) + a reads the product twice) or fc5.
+  REQUIRE(relu.size() == 2);
+  CHECK(relu[0]->n == 40);
+  CHECK(relu[1]->n == 30);
+  CHECK(relu[1]->bias_kind == GemmCall::Bias::none);
+  // dh2 and dh1, each masked by its relu's output: the C of the forward GEMM.
+  REQUIRE(relu_backward.size() == 2);
+  CHECK(relu_backward[0]->n == 30);
+  CHECK(relu_backward[0]->act_mask == relu[1]->c);
+  CHECK(relu_backward[1]->n == 40);
+  CHECK(relu_backward[1]->act_mask == relu[0]->c);
+  CHECK(describe(p).find(" act relu_backward mask ") != std::string::npos);
+  // The fused SGD updates are epilogues too, but not activations.
+  int sgd_epilogues = 0;
+  for (const Step* s : gemms(p))
+    if (s->gemm.first_step >= 0) {
+      ++sgd_epilogues;
+      CHECK(s->gemm.act == GemmCall::Act::none);
+    }
+  CHECK(sgd_epilogues == 5);
+}
+
 TEST_CASE("small convolutions use direct loops, larger ones im2col and batched GEMM", "[codegen][lower]") {
   ir::Module m = test::pipeline_model("models/lenet5.dnn");
   Program p = lower_graph(m, *m.graph("train_step"), 8);

@@ -66,6 +66,15 @@ void check_module(const ir::Module& m, const std::string& name, int64_t batch,
     test::check_close(got[i], want[i], name + " infer output " + std::to_string(i));
 }
 
+// Two threads, every GEMM and loop nest split over them however small.
+runtime::cpu::CpuOptions threaded_options() {
+  runtime::cpu::CpuOptions o = test::cpu_test_options();
+  o.threads = 2;
+  o.lower.gemm_parallel_flops = 1;
+  o.lower.parallel_min_work = 1;
+  return o;
+}
+
 }  // namespace
 
 TEST_CASE("cpu equals reference: mnist_mlp", "[cpu][models]") { check_model("mnist_mlp", 6); }
@@ -77,10 +86,7 @@ TEST_CASE("cpu equals reference: cifar_strided", "[cpu][models]") { check_model(
 // Everything on two threads, odd batches: GEMM epilogues on row blocks of 1 and 2 rows (the
 // 1-row block takes the gemv path), in-place updates under threads.
 TEST_CASE("cpu equals reference with every GEMM and loop split over 2 threads, odd batch", "[cpu][models]") {
-  runtime::cpu::CpuOptions o = test::cpu_test_options();
-  o.threads = 2;
-  o.lower.gemm_parallel_flops = 1;
-  o.lower.parallel_min_work = 1;
+  runtime::cpu::CpuOptions o = threaded_options();
   check_model("mnist_mlp", 3, o);
   check_model("mnist_mlp_adam", 5, o);
   check_model("cifar_cnn", 3, o);
@@ -136,12 +142,16 @@ TEST_CASE("cpu equals reference: co-scheduled weight-gradient GEMMs, on 1 to 3 t
 TEST_CASE("cpu equals reference: fused conv/pool kernels on awkward shapes", "[cpu][models]") {
   check_model("tests/cpu/models/conv_pool_shapes.dnn", 3);
   check_model("tests/cpu/models/conv_pool_shapes.dnn", 1);
-  runtime::cpu::CpuOptions o = test::cpu_test_options();
-  o.threads = 2;
-  o.lower.gemm_parallel_flops = 1;
-  o.lower.parallel_min_work = 1;
+  runtime::cpu::CpuOptions o = threaded_options();
   check_model("tests/cpu/models/conv_pool_shapes.dnn", 3, o);
   check_model("lenet5", 3, o);
+}
+
+// GEMM epilogues of every kind the CUDA printer tells apart (relu with and without bias, tanh,
+// a relu whose product is read again), serial and threaded.
+TEST_CASE("cpu equals reference: GEMM epilogues of several activations", "[cpu][models]") {
+  check_model("tests/cpu/models/mlp_acts.dnn", 6);
+  check_model("tests/cpu/models/mlp_acts.dnn", 5, threaded_options());
 }
 
 TEST_CASE("every model in models/ is compared with the reference", "[cpu][models]") {

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <catch2/catch.hpp>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -62,7 +63,7 @@ std::map<std::string, runtime::Tensor> random_inputs(const ir::Graph& g, int64_t
 }
 
 void check_model(const std::string& name, int64_t batch) {
-  ir::Module m = test::cuda_pipeline_model("models/" + name + ".dnn");
+  ir::Module m = test::cuda_pipeline_model(name.find('/') == std::string::npos ? "models/" + name + ".dnn" : name);
   runtime::reference::ParamStore ref = runtime::reference::init_params(m, 11);
   runtime::reference::ParamStore gpu = ref;
   auto backend = runtime::cuda::make_cuda_backend(test_options());
@@ -150,6 +151,12 @@ void check_golden(const std::string& model) {
   }
 }
 
+// $DNNC_CUBLASLT_EPILOGUES for one scope (the backend reads it when it is made).
+struct EpiloguesEnv {
+  explicit EpiloguesEnv(const char* v) { setenv("DNNC_CUBLASLT_EPILOGUES", v, 1); }
+  ~EpiloguesEnv() { unsetenv("DNNC_CUBLASLT_EPILOGUES"); }
+};
+
 }  // namespace
 
 TEST_CASE("cuda equals reference: mnist_mlp", "[gpu]") { check_model("mnist_mlp", 6); }
@@ -158,6 +165,22 @@ TEST_CASE("cuda equals reference: lenet5", "[gpu]") { check_model("lenet5", 6); 
 TEST_CASE("cuda equals reference: cifar_cnn", "[gpu]") { check_model("cifar_cnn", 4); }
 TEST_CASE("cuda equals reference: cifar_strided", "[gpu]") { check_model("cifar_strided", 6); }
 TEST_CASE("cuda equals reference at batch 128: mnist_mlp", "[gpu]") { check_model("mnist_mlp", 128); }
+
+// cuBLASLt's RELU_AUX_BIAS/RELU_AUX/DRELU/DRELU_BGRAD where it has them, the generated kernels
+// where not (tanh; relu(a) + a), a 40-wide mask; and all of it with the epilogues off.
+TEST_CASE("cuda equals reference: GEMM activation epilogues", "[gpu][epilogue]") {
+  check_model("tests/cpu/models/mlp_acts.dnn", 6);
+  check_model("tests/cpu/models/mlp_acts.dnn", 128);
+  EpiloguesEnv off("off");
+  check_model("tests/cpu/models/mlp_acts.dnn", 6);
+  check_model("mnist_mlp", 6);
+}
+
+TEST_CASE("DNNC_CUBLASLT_EPILOGUES must be on, off or log", "[gpu][epilogue]") {
+  EpiloguesEnv bad("maybe");
+  CHECK_THROWS_WITH(runtime::cuda::make_cuda_backend(test_options()),
+                    Catch::Contains("DNNC_CUBLASLT_EPILOGUES is 'maybe'"));
+}
 
 TEST_CASE("cuda matches PyTorch: mnist_mlp", "[gpu][golden]") { check_golden("mnist_mlp"); }
 TEST_CASE("cuda matches PyTorch: lenet5", "[gpu][golden]") { check_golden("lenet5"); }

@@ -144,7 +144,7 @@ TEST_CASE("seed models: GEMMs are not kernels, elementwise ops are vectorized", 
   ir::Module m = test::cuda_pipeline_model("models/mnist_mlp.dnn");
   Program p = test::cuda_lower(m, "train_step", 128);
   CudaProgram cp = print_program_cuda(p);
-  int kernel_steps = 0, gemm_steps = 0, bias_fills = 0, epilogues = 0;
+  int kernel_steps = 0, gemm_steps = 0, bias_fills = 0, epilogues = 0, col_sums = 0;
   for (size_t i = 0; i < p.steps.size(); ++i) {
     if (p.steps[i].kind == Step::Kind::kernel) {
       ++kernel_steps;
@@ -154,6 +154,7 @@ TEST_CASE("seed models: GEMMs are not kernels, elementwise ops are vectorized", 
     } else {
       ++gemm_steps;
       if (cp.step_epilogue[i] >= 0) ++epilogues;  // a map over C (relu) fused into the GEMM step
+      if (cp.step_col_sums[i] >= 0) ++col_sums;    // a bias gradient of C
       if (cp.step_kernel[i] >= 0)
         ++bias_fills;
       else
@@ -162,7 +163,8 @@ TEST_CASE("seed models: GEMMs are not kernels, elementwise ops are vectorized", 
   }
   CHECK(gemm_steps == 8);  // 3 forward, 2 input gradients, 3 weight gradients
   CHECK(bias_fills == 0);  // every linear's bias is a cuBLASLt epilogue
-  CHECK(static_cast<int>(cp.kernels.size()) == kernel_steps + bias_fills + epilogues);
+  CHECK(col_sums == 2);     // fc2's and fc1's bias gradients, after relu_backward
+  CHECK(static_cast<int>(cp.kernels.size()) == kernel_steps + bias_fills + epilogues + col_sums);
   for (const CudaKernel& k : cp.kernels) {
     INFO(k.name);
     bool flat_map = k.name.find("relu") != std::string::npos || k.name.find("sgd_update") != std::string::npos;
@@ -210,4 +212,119 @@ TEST_CASE("an in-place update is vectorized when each element is read before it 
     kb2.store(v, i, kb2.load(v, i) + f32c(1));
   });
   CHECK(only(print_program_cuda(one_kernel_program(kb2.finish()))).mapping == CudaMapping::grid_thread);
+}
+
+namespace {
+
+// The GEMM steps of `p` in order, with the activation epilogue planned for each.
+std::vector<std::pair<const GemmCall*, CudaGemmAct>> gemm_acts(const Program& p, const CudaProgram& cp) {
+  std::vector<std::pair<const GemmCall*, CudaGemmAct>> out;
+  for (size_t i = 0; i < p.steps.size(); ++i)
+    if (p.steps[i].kind == Step::Kind::gemm) out.emplace_back(&p.steps[i].gemm, cp.step_act[i]);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("MLP: relu and relu_backward GEMM epilogues are planned as cuBLASLt RELU_AUX_BIAS and DRELU_BGRAD",
+          "[cuda][printer][epilogue]") {
+  ir::Module m = test::cuda_pipeline_model("models/mnist_mlp.dnn");
+  Program p = test::cuda_lower(m, "train_step", 128);
+  CudaProgram cp = print_program_cuda(p);
+  auto acts = gemm_acts(p, cp);
+  REQUIRE(acts.size() == 8);
+  // Forward: fc1 (n 512) and fc2 (n 256) with relu write masks 0 and 1; fc3 has no activation.
+  CHECK(acts[0].second.act == CudaLtAct::relu_aux);
+  CHECK(acts[0].second.mask == 0);
+  CHECK(acts[1].second.act == CudaLtAct::relu_aux);
+  CHECK(acts[1].second.mask == 1);
+  CHECK(acts[2].second.act == CudaLtAct::none);
+  REQUIRE(cp.relu_masks.size() == 2);
+  CHECK(cp.relu_masks[0].rows == 512);  // C's columns: cuBLASLt's column-major rows
+  CHECK(cp.relu_masks[0].cols == 128);
+  CHECK(cp.relu_masks[0].ld == 512);
+  CHECK(cp.relu_masks[0].bytes() == 512 / 8 * 128);
+  CHECK(cp.relu_masks[1].rows == 256);
+  // Backward: dh2 = dlogits·W3 (n 256) reads mask 1, dh1 = d2·W2 (n 512) mask 0, each with
+  // its bias gradient; the weight gradients have no epilogue.
+  CHECK(acts[3].first->n == 256);
+  CHECK(acts[3].second.act == CudaLtAct::drelu_bgrad);
+  CHECK(acts[3].second.mask == 1);
+  CHECK(acts[3].first->col_sums >= 0);
+  CHECK(acts[5].first->n == 512);
+  CHECK(acts[5].second.act == CudaLtAct::drelu_bgrad);
+  CHECK(acts[5].second.mask == 0);
+  for (size_t i : {size_t{4}, size_t{6}, size_t{7}}) CHECK(acts[i].second.act == CudaLtAct::none);
+  CHECK(std::string(cuda_lt_act_name(acts[0].second.act, cuda_gemm_bias_epilogue(*acts[0].first))) ==
+        "RELU_AUX_BIAS");
+
+  // Inference has no backward: plain RELU_BIAS, no masks.
+  Program ip = test::cuda_lower(m, "infer", 128);
+  CudaProgram icp = print_program_cuda(ip);
+  auto iacts = gemm_acts(ip, icp);
+  REQUIRE(iacts.size() == 3);
+  CHECK(iacts[0].second.act == CudaLtAct::relu);
+  CHECK(iacts[1].second.act == CudaLtAct::relu);
+  CHECK(iacts[2].second.act == CudaLtAct::none);
+  CHECK(icp.relu_masks.empty());
+  // An odd width: the mask's leading dimension is rounded up to 128 bits.
+  Program p6 = test::cuda_lower(m, "train_step", 6);
+  CudaProgram cp6 = print_program_cuda(p6);
+  REQUIRE(cp6.relu_masks.size() == 2);
+  CHECK(cp6.relu_masks[1].rows == 256);
+  CHECK(cp6.relu_masks[1].cols == 6);
+}
+
+TEST_CASE("a DRELU is planned only when its mask is the last write of a relu GEMM of C's shape",
+          "[cuda][printer][epilogue]") {
+  ir::Module m = test::cuda_pipeline_model("models/mnist_mlp.dnn");
+  Program base = test::cuda_lower(m, "train_step", 128);
+  std::vector<size_t> gemm_steps;
+  for (size_t i = 0; i < base.steps.size(); ++i)
+    if (base.steps[i].kind == Step::Kind::gemm) gemm_steps.push_back(i);
+  REQUIRE(gemm_steps.size() == 8);
+  const size_t fc2 = gemm_steps[1], dh2 = gemm_steps[3];
+  REQUIRE(base.steps[dh2].gemm.act == GemmCall::Act::relu_backward);
+  REQUIRE(base.steps[dh2].gemm.act_mask >= 0);
+
+  SECTION("the forward GEMM's epilogue is not a relu") {
+    Program p = base;
+    p.steps[fc2].gemm.act = GemmCall::Act::none;
+    CudaProgram cp = print_program_cuda(p);
+    CHECK(cp.step_act[fc2].act == CudaLtAct::none);
+    CHECK(cp.step_act[dh2].act == CudaLtAct::none);
+    CHECK(cp.step_act[gemm_steps[5]].act == CudaLtAct::drelu_bgrad);  // fc1's pair is untouched
+    CHECK(cp.relu_masks.size() == 1);
+  }
+  SECTION("a kernel between them writes the mask buffer") {
+    Program p = base;
+    bool rebound = false;
+    for (size_t i = fc2 + 1; i < dh2 && !rebound; ++i) {
+      Step& s = p.steps[i];
+      if (s.kind != Step::Kind::kernel) continue;
+      const Kernel& k = p.kernels[static_cast<size_t>(s.kernel)];
+      for (size_t a = 0; a < k.params.size() && !rebound; ++a)
+        if (k.params[a].written && k.params[a].type == ScalarType::f32) {
+          s.args[a] = p.steps[dh2].gemm.act_mask;
+          rebound = true;
+        }
+    }
+    REQUIRE(rebound);
+    CudaProgram cp = print_program_cuda(p);
+    CHECK(cp.step_act[dh2].act == CudaLtAct::none);
+    CHECK(cp.step_act[fc2].act == CudaLtAct::relu);  // no reader of its mask: plain RELU_BIAS
+  }
+  SECTION("shapes differ") {
+    Program p = base;
+    p.steps[fc2].gemm.m = 64;
+    CudaProgram cp = print_program_cuda(p);
+    CHECK(cp.step_act[dh2].act == CudaLtAct::none);
+  }
+  SECTION("no bias gradient: DRELU without BGRAD, and the column-sum kernel is absent") {
+    Program p = base;
+    p.steps[dh2].gemm.col_sums = -1;
+    CudaProgram cp = print_program_cuda(p);
+    CHECK(cp.step_act[dh2].act == CudaLtAct::drelu);
+    CHECK(cp.step_col_sums[dh2] == -1);
+  }
 }
