@@ -116,6 +116,9 @@ bench() {
   if [[ $rc -eq 0 && $line == "{"* ]]; then
     echo "$line" >>"$OUT/results.jsonl"
     log "  $name: $line"
+    # DNNC_CUBLASLT_EPILOGUES=log: which activation epilogues cuBLASLt took
+    grep 'dnnc: cuda: .*cuBLASLt epilogue' "$OUT/bench.err" | sort -u | sed 's/^/    /'
+
   else
     local why
     why=$(tail -1 "$OUT/bench.err" | sed 's/["\\]//g' | cut -c1-160)
@@ -128,7 +131,11 @@ bench() {
 for cfg in "mlp mnist_mlp 128" "cnn cifar_cnn 4" "cnn cifar_cnn 128"; do
   read -r BM MODEL BB <<<"$cfg"
   log "benchmark $BM batch $BB, $SAMPLES samples"
-  bench dnnc 60 "$BUILD/dnnc_gpu_bench" "models/$MODEL.dnn" "$BB" --samples "$SAMPLES"
+  DNNC_CUBLASLT_EPILOGUES=log bench dnnc 60 "$BUILD/dnnc_gpu_bench" "models/$MODEL.dnn" "$BB" --samples "$SAMPLES"
+  if [[ $BM == mlp ]]; then  # A/B: relu/drelu as generated kernels instead of cuBLASLt epilogues
+    DNNC_CUBLASLT_EPILOGUES=off bench dnnc-epilogues-off 60 "$BUILD/dnnc_gpu_bench" "models/$MODEL.dnn" "$BB" \
+      --samples "$SAMPLES" --label dnnc-epilogues-off
+  fi
   if [[ -n $PY ]]; then
     for mode in seed eager compile; do
       bench "torch-$mode" 75 "$PY" bench/gpu/torch_gpu_bench.py "$BM" "$BB" "$mode" --samples "$SAMPLES"
@@ -160,6 +167,10 @@ for (model, batch), d in by.items():
     dn = d.get("dnnc")
     print(f"| {model} | {batch} | {cell(dn)} | {cell(d.get('torch-seed'))} | {cell(d.get('torch-eager'))} | "
           f"{cell(d.get('torch-compile'))} | {ratio(dn, d.get('torch-seed'))} | {ratio(dn, d.get('torch-eager'))} |")
+known = {"dnnc", "torch-seed", "torch-eager", "torch-compile"}
+for r in rows:
+    if r["impl"] not in known and "epoch_s" in r:
+        print(f"- {r['impl']} {r.get('model')} b{r.get('batch')}: {r['epoch_s']:.3f} s/epoch")
 errs = [r for r in rows if "error" in r]
 for r in errs:
     print(f"- n/a {r['impl']} {r.get('model')} b{r.get('batch')}: {r['error']}")

@@ -2,7 +2,7 @@
 // the device (ResidentTrainer: one CUDA graph replay per step, a host sync every
 // --metrics-every steps), on seeded synthetic data of the model's input shape. Prints one JSON
 // line. Driven by scripts/gpu-check.sh next to bench/gpu/torch_gpu_bench.py.
-//   dnnc_gpu_bench MODEL.dnn BATCH [--samples N] [--metrics-every K] [--tf32] [--epochs E]
+//   dnnc_gpu_bench MODEL.dnn BATCH [--samples N] [--metrics-every K] [--tf32] [--epochs E] [--label NAME]
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -27,12 +27,13 @@ double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::
 
 int run(int argc, char** argv) {
   if (argc < 3) {
-    std::cerr << "usage: dnnc_gpu_bench MODEL.dnn BATCH [--samples N] [--metrics-every K] [--tf32] [--epochs E]\n";
+    std::cerr << "usage: dnnc_gpu_bench MODEL.dnn BATCH [--samples N] [--metrics-every K] [--tf32] [--epochs E] [--label NAME]\n";
     return 2;
   }
   std::string model = argv[1];
   int64_t batch = std::stoll(argv[2]);
   int64_t samples = 60000, every = 50, epochs = 1;
+  std::string label = "dnnc";  // the JSON line's "impl" (e.g. an A/B variant's name)
   runtime::cuda::CudaOptions opt;
   for (int i = 3; i < argc; ++i) {
     std::string a = argv[i];
@@ -48,6 +49,8 @@ int run(int argc, char** argv) {
       epochs = next();
     else if (a == "--tf32")
       opt.tf32 = true;
+    else if (a == "--label" && i + 1 < argc)
+      label = argv[++i];
     else
       throw std::invalid_argument("unknown option " + a);
   }
@@ -101,10 +104,10 @@ int run(int argc, char** argv) {
   }
   trainer->sync_params();
   std::cout << fmt::format(
-      "{{\"impl\": \"dnnc\", \"model\": \"{}\", \"batch\": {}, \"samples\": {}, \"steps\": {}, \"epoch_s\": {:.4f}, "
+      "{{\"impl\": \"{}\", \"model\": \"{}\", \"batch\": {}, \"samples\": {}, \"steps\": {}, \"epoch_s\": {:.4f}, "
       "\"samples_per_s\": {:.0f}, \"final_loss\": {:.5f}, \"compile_s\": {:.3f}, \"upload_s\": {:.3f}, \"tf32\": "
       "{}}}\n",
-      m.name, batch, samples, steps, best, static_cast<double>(steps * batch) / best, last, compile_s, upload_s,
+      label, m.name, batch, samples, steps, best, static_cast<double>(steps * batch) / best, last, compile_s, upload_s,
       opt.tf32 ? "true" : "false");
   return 0;
 }
