@@ -372,6 +372,12 @@ class KernelPrinter {
     out += body;
     out += "}\n";
     info.launch.shared_bytes = uses_smem_ ? 32 * 8 : 0;
+    info.min_bytes = 0;
+    for (size_t i = 0; i < k_.params.size(); ++i) {
+      const KernelParam& p = k_.params[i];
+      int64_t bytes = p.numel * (p.type == ScalarType::i64 || p.type == ScalarType::u64 || p.type == ScalarType::f64 ? 8 : 4);
+      info.min_bytes += (loaded_.count(static_cast<int>(i)) ? bytes : 0) + (written_.count(static_cast<int>(i)) ? bytes : 0);
+    }
     return out;
   }
 
@@ -851,6 +857,7 @@ std::string bias_kernel(const Program& p, size_t step, CudaKernel& info) {
   info.mapping = CudaMapping::grid_thread;
   info.launch.grid = std::clamp<int64_t>((rows * g.n + kCudaBlock - 1) / kCudaBlock, 1, kCudaMaxGrid);
   info.launch.block = kCudaBlock;
+  info.min_bytes = 4 * ((g.bias_kind == GemmCall::Bias::per_col ? g.n : g.m) + rows * g.n);
   return out;
 }
 
@@ -869,6 +876,7 @@ std::string col_sums_kernel(const Program& p, size_t step, CudaKernel& info) {
   info.mapping = CudaMapping::grid_thread;
   info.launch.grid = (g.n + kCudaBlock - 1) / kCudaBlock;
   info.launch.block = kCudaBlock;
+  info.min_bytes = 4 * (g.m * g.n + g.n);
   return out;
 }
 

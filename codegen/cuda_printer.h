@@ -43,6 +43,10 @@ struct CudaKernel {
   int error_base = 0;
   CudaMapping mapping = CudaMapping::block;
   CudaLaunch launch;
+  /// The least memory traffic the kernel needs: every buffer it loads from read once, every
+  /// buffer it stores to written once, whole (bytes). Its time over this at the device's
+  /// memory bandwidth is how far it is from its bandwidth floor (dnnc_gpu_bench --kernels).
+  int64_t min_bytes = 0;
 };
 
 /// A cuBLASLt epilogue doing a GEMM step's activation (GemmCall::act), and its bias-gradient

@@ -3,7 +3,8 @@
 # builds dnnc with the CUDA plugin, checks no binary NEEDs libcuda.so.1, runs the CPU-side CUDA
 # tests and the [gpu] tests, then benchmarks one training epoch (60k synthetic samples) of the
 # seed MLP (batch 128) and CNN (batch 4, 128): dnnc vs PyTorch (seed-style DataLoader loop,
-# eager with data on the GPU, torch.compile), and prints a table. Target: under 6 minutes.
+# eager with data on the GPU, torch.compile), and prints a table, then each dnnc kernel's time
+# against its memory-bandwidth floor. Target: under 6 minutes.
 #
 #   scripts/gpu-check.sh [--build DIR] [--jobs N] [--samples N] [--budget S] [--skip-build] [--dry-run]
 #
@@ -131,7 +132,8 @@ bench() {
 for cfg in "mlp mnist_mlp 128" "cnn cifar_cnn 4" "cnn cifar_cnn 128"; do
   read -r BM MODEL BB <<<"$cfg"
   log "benchmark $BM batch $BB, $SAMPLES samples"
-  DNNC_CUBLASLT_EPILOGUES=log bench dnnc 60 "$BUILD/dnnc_gpu_bench" "models/$MODEL.dnn" "$BB" --samples "$SAMPLES"
+  DNNC_CUBLASLT_EPILOGUES=log bench dnnc 60 "$BUILD/dnnc_gpu_bench" "models/$MODEL.dnn" "$BB" --samples "$SAMPLES" \
+    --kernels "$OUT/kernels-$BM-$BB.md"
   if [[ $BM == mlp ]]; then  # A/B: relu/drelu as generated kernels instead of cuBLASLt epilogues
     DNNC_CUBLASLT_EPILOGUES=off bench dnnc-epilogues-off 60 "$BUILD/dnnc_gpu_bench" "models/$MODEL.dnn" "$BB" \
       --samples "$SAMPLES" --label dnnc-epilogues-off
@@ -176,6 +178,13 @@ for r in errs:
     print(f"- n/a {r['impl']} {r.get('model')} b{r.get('batch')}: {r['error']}")
 PYEOF
 fi
+
+# ---- 6. kernels against their bandwidth floor (dnnc_gpu_bench --kernels) ----------------------
+for f in "$OUT"/kernels-*.md; do
+  [[ -f $f ]] || continue
+  echo
+  cat "$f"
+done
 
 log "done in $((SECONDS - T0))s; results: $OUT/results.jsonl"
 if [[ ${#FAILED[@]} -gt 0 ]]; then

@@ -3,11 +3,16 @@
 // --metrics-every steps), on seeded synthetic data of the model's input shape. Prints one JSON
 // line. Driven by scripts/gpu-check.sh next to bench/gpu/torch_gpu_bench.py.
 //   dnnc_gpu_bench MODEL.dnn BATCH [--samples N] [--metrics-every K] [--tf32] [--epochs E] [--label NAME]
+//                  [--kernels FILE]
+// --kernels: after the epoch, each generated kernel is timed alone (KernelProfiler) and FILE gets
+// a markdown table of its time against its bandwidth floor (min_bytes at the measured
+// device-to-device copy bandwidth); the elementwise kernels' target is within 2x of it.
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <fstream>
 #include <iostream>
 #include <numeric>
 #include <random>
@@ -25,15 +30,54 @@ namespace {
 
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
+// Each kernel of `exe` timed alone against its bandwidth floor, as a markdown table in `path`.
+void write_kernel_table(runtime::Executable& exe, const std::string& what, const std::string& path) {
+  runtime::cuda::KernelProfiler* prof = runtime::cuda::kernel_profiler(exe);
+  if (!prof) throw std::runtime_error("the cuda plugin has no kernel profiler");
+  const int launches = 50, reps = 5;
+  const double bw = prof->copy_bandwidth(size_t{1} << 30);
+  std::vector<runtime::cuda::KernelTime> times = prof->profile_kernels(launches, reps);
+  std::string out = fmt::format(
+      "{}: each kernel alone, a graph of {} launches, median of {}; device-to-device copy {:.0f} GB/s\n\n", what,
+      launches, reps, bw / 1e9);
+  out += "| kernel | mapping | launched | min bytes | µs | floor µs | × floor |\n|---|---|---|---|---|---|---|\n";
+  double worst = 0;
+  std::string worst_name;
+  std::vector<double> ratios;
+  for (const auto& t : times) {
+    double floor_us = static_cast<double>(t.min_bytes) / bw * 1e6;
+    double ratio = floor_us > 0 ? t.us / floor_us : 0;
+    out += fmt::format("| {}{} | {} | {} | {} | {:.2f} | {:.2f} | {:.1f} |\n", t.name, t.failed ? " (failed check)" : "",
+                       t.mapping, t.launched ? "yes" : "no (cuBLASLt)", t.min_bytes, t.us, floor_us, ratio);
+    bool elementwise = t.mapping == "grid_thread" || t.mapping == "grid_vec4";
+    if (elementwise && t.launched && !t.failed) {
+      ratios.push_back(ratio);
+      if (ratio > worst) {
+        worst = ratio;
+        worst_name = t.name;
+      }
+    }
+  }
+  std::sort(ratios.begin(), ratios.end());
+  if (!ratios.empty())
+    out += fmt::format("\nelementwise kernels launched (grid_thread/grid_vec4): {}, median {:.1f}x their floor, worst "
+                       "{:.1f}x ({}); target <= 2x\n",
+                       ratios.size(), ratios[ratios.size() / 2], worst, worst_name);
+  std::ofstream f(path);
+  f << out;
+  if (!f) throw std::runtime_error("cannot write " + path);
+}
+
 int run(int argc, char** argv) {
   if (argc < 3) {
-    std::cerr << "usage: dnnc_gpu_bench MODEL.dnn BATCH [--samples N] [--metrics-every K] [--tf32] [--epochs E] [--label NAME]\n";
+    std::cerr << "usage: dnnc_gpu_bench MODEL.dnn BATCH [--samples N] [--metrics-every K] [--tf32] [--epochs E] [--label NAME] [--kernels FILE]\n";
     return 2;
   }
   std::string model = argv[1];
   int64_t batch = std::stoll(argv[2]);
   int64_t samples = 60000, every = 50, epochs = 1;
   std::string label = "dnnc";  // the JSON line's "impl" (e.g. an A/B variant's name)
+  std::string kernels_file;
   runtime::cuda::CudaOptions opt;
   for (int i = 3; i < argc; ++i) {
     std::string a = argv[i];
@@ -51,6 +95,8 @@ int run(int argc, char** argv) {
       opt.tf32 = true;
     else if (a == "--label" && i + 1 < argc)
       label = argv[++i];
+    else if (a == "--kernels" && i + 1 < argc)
+      kernels_file = argv[++i];
     else
       throw std::invalid_argument("unknown option " + a);
   }
@@ -103,6 +149,7 @@ int run(int argc, char** argv) {
     last = losses.empty() ? 0 : losses.back();
   }
   trainer->sync_params();
+  if (!kernels_file.empty()) write_kernel_table(*exe, fmt::format("{}.train_step at batch {}", m.name, batch), kernels_file);
   std::cout << fmt::format(
       "{{\"impl\": \"{}\", \"model\": \"{}\", \"batch\": {}, \"samples\": {}, \"steps\": {}, \"epoch_s\": {:.4f}, "
       "\"samples_per_s\": {:.0f}, \"final_loss\": {:.5f}, \"compile_s\": {:.3f}, \"upload_s\": {:.3f}, \"tf32\": "

@@ -121,7 +121,7 @@ struct Context {
   }
 };
 
-class CudaExecutable final : public Executable, public ResidentTrainer {
+class CudaExecutable final : public Executable, public ResidentTrainer, public KernelProfiler {
  public:
   CudaExecutable(std::shared_ptr<Context> ctx, codegen::Program prog, ParamStore& params)
       : ctx_(std::move(ctx)), prog_(std::move(prog)), params_(params), errors_(codegen::program_errors(prog_)) {
@@ -168,6 +168,88 @@ class CudaExecutable final : public Executable, public ResidentTrainer {
     check_error(err);
     for (size_t i = 0; i < prog_.updates.size(); ++i) params_.tensors[prog_.updates[i].first] = std::move(updated[i]);
     return outputs;
+  }
+
+  // ---- KernelProfiler ----
+
+  std::vector<KernelTime> profile_kernels(int launches, int reps) override {
+    launches = std::max(1, launches);
+    reps = std::max(1, reps);
+    cudaStream_t s = ctx_->stream;
+    DNNC_CUDA_CHECK(cudaStreamSynchronize(s));
+    Events ev;
+    std::vector<KernelTime> out;
+    for (size_t k = 0; k < cprog_.kernels.size(); ++k) {
+      const codegen::CudaKernel& ck = cprog_.kernels[k];
+      KernelTime t;
+      t.name = ck.name;
+      t.mapping = codegen::cuda_mapping_name(ck.mapping);
+      t.min_bytes = ck.min_bytes;
+      t.launched = launched(k);
+      cudaGraph_t graph = nullptr;
+      DNNC_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+      try {
+        for (int i = 0; i < launches; ++i) launch_kernel(k);
+      } catch (...) {
+        cudaStreamEndCapture(s, &graph);
+        if (graph) cudaGraphDestroy(graph);
+        throw;
+      }
+      DNNC_CUDA_CHECK(cudaStreamEndCapture(s, &graph));
+      cudaGraphExec_t exec = nullptr;
+      cudaError_t e = cudaGraphInstantiate(&exec, graph, 0);
+      cudaGraphDestroy(graph);
+      DNNC_CUDA_CHECK(e);
+      std::vector<double> ms;
+      int err = 0;
+      for (int r = 0; r <= reps; ++r) {  // replay 0 warms up
+        DNNC_CUDA_CHECK(cudaMemsetAsync(dev(err_offset_), 0, sizeof(int), s));
+        DNNC_CUDA_CHECK(cudaEventRecord(ev.begin, s));
+        DNNC_CUDA_CHECK(cudaGraphLaunch(exec, s));
+        DNNC_CUDA_CHECK(cudaEventRecord(ev.end, s));
+        DNNC_CUDA_CHECK(cudaMemcpyAsync(&err, dev(err_offset_), sizeof(int), cudaMemcpyDeviceToHost, s));
+        DNNC_CUDA_CHECK(cudaStreamSynchronize(s));
+        t.failed = t.failed || err != 0;
+        float elapsed = 0;
+        DNNC_CUDA_CHECK(cudaEventElapsedTime(&elapsed, ev.begin, ev.end));
+        if (r > 0) ms.push_back(elapsed);
+      }
+      cudaGraphExecDestroy(exec);
+      std::sort(ms.begin(), ms.end());
+      t.us = ms[ms.size() / 2] * 1e3 / launches;
+      out.push_back(std::move(t));
+    }
+    DNNC_CUDA_CHECK(cudaMemsetAsync(dev(err_offset_), 0, sizeof(int), s));
+    return out;
+  }
+
+  double copy_bandwidth(size_t bytes) override {
+    cudaStream_t s = ctx_->stream;
+    void *a = nullptr, *b = nullptr;
+    DNNC_CUDA_CHECK(cudaMalloc(&a, bytes));
+    std::vector<double> ms;
+    try {
+      DNNC_CUDA_CHECK(cudaMalloc(&b, bytes));
+      DNNC_CUDA_CHECK(cudaMemsetAsync(a, 1, bytes, s));
+      Events ev;
+      for (int r = 0; r <= 5; ++r) {
+        DNNC_CUDA_CHECK(cudaEventRecord(ev.begin, s));
+        DNNC_CUDA_CHECK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, s));
+        DNNC_CUDA_CHECK(cudaEventRecord(ev.end, s));
+        DNNC_CUDA_CHECK(cudaStreamSynchronize(s));
+        float elapsed = 0;
+        DNNC_CUDA_CHECK(cudaEventElapsedTime(&elapsed, ev.begin, ev.end));
+        if (r > 0) ms.push_back(elapsed);
+      }
+    } catch (...) {
+      cudaFree(a);
+      if (b) cudaFree(b);
+      throw;
+    }
+    cudaFree(a);
+    cudaFree(b);
+    std::sort(ms.begin(), ms.end());
+    return 2.0 * static_cast<double>(bytes) / (ms[ms.size() / 2] * 1e-3);
   }
 
   // ---- ResidentTrainer ----
@@ -242,6 +324,35 @@ class CudaExecutable final : public Executable, public ResidentTrainer {
 
  private:
   static constexpr int64_t kRing = 4096;
+
+  struct Events {
+    cudaEvent_t begin = nullptr, end = nullptr;
+    Events() {
+      DNNC_CUDA_CHECK(cudaEventCreate(&begin));
+      if (cudaError_t e = cudaEventCreate(&end); e != cudaSuccess) {
+        cudaEventDestroy(begin);
+        DNNC_CUDA_CHECK(e);
+      }
+    }
+    ~Events() {
+      cudaEventDestroy(begin);
+      cudaEventDestroy(end);
+    }
+    Events(const Events&) = delete;
+    Events& operator=(const Events&) = delete;
+  };
+
+  // Whether a step launches kernel `k`: not an epilogue or column-sum kernel whose work a
+  // cuBLASLt epilogue does (see enqueue).
+  bool launched(size_t k) const {
+    const codegen::CudaKernel& ck = cprog_.kernels[k];
+    if (ck.step < 0 || prog_.steps[static_cast<size_t>(ck.step)].kind != codegen::Step::Kind::gemm) return true;
+    codegen::CudaLtAct act = gemms_[static_cast<size_t>(ck.step)]->act();
+    const int ki = static_cast<int>(k);
+    if (cprog_.step_epilogue[static_cast<size_t>(ck.step)] == ki) return act == codegen::CudaLtAct::none;
+    if (cprog_.step_col_sums[static_cast<size_t>(ck.step)] == ki) return act != codegen::CudaLtAct::drelu_bgrad;
+    return true;
+  }
 
   [[noreturn]] void fail(const std::string& msg) const {
     throw std::runtime_error(
@@ -461,11 +572,8 @@ class CudaExecutable final : public Executable, public ResidentTrainer {
       gemms_[i]->run(s, static_cast<const float*>(buf(g.a)), static_cast<const float*>(buf(g.b)), bias,
                      static_cast<float*>(buf(g.c)), dev(workspace_offset_));
       // The generated kernels run where cuBLASLt's epilogue does not do their work.
-      codegen::CudaLtAct act = gemms_[i]->act();
-      if (int e = cprog_.step_epilogue[i]; e >= 0 && act == codegen::CudaLtAct::none)
-        launch_kernel(static_cast<size_t>(e));  // map over C
-      if (int c = cprog_.step_col_sums[i]; c >= 0 && act != codegen::CudaLtAct::drelu_bgrad)
-        launch_kernel(static_cast<size_t>(c));  // bias gradient
+      for (int k : {cprog_.step_epilogue[i], cprog_.step_col_sums[i]})  // map over C, bias gradient
+        if (k >= 0 && launched(static_cast<size_t>(k))) launch_kernel(static_cast<size_t>(k));
     }
     auto bytes = [&](int b) { return static_cast<size_t>(prog_.buffers[static_cast<size_t>(b)].numel()) * 4; };
     for (size_t u = 0; u < prog_.updates.size(); ++u) {
@@ -586,6 +694,11 @@ __attribute__((visibility("default"))) dnnc::runtime::Backend* dnnc_cuda_create(
     if (error) *error = dnnc::runtime::cuda::last_error().c_str();
     return nullptr;
   }
+}
+
+__attribute__((visibility("default"))) dnnc::runtime::cuda::KernelProfiler* dnnc_cuda_profiler(
+    dnnc::runtime::Executable* exe) {
+  return dynamic_cast<dnnc::runtime::cuda::CudaExecutable*>(exe);
 }
 
 __attribute__((visibility("default"))) dnnc::runtime::cuda::ResidentTrainer* dnnc_cuda_resident(

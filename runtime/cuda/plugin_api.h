@@ -3,7 +3,9 @@
 // Both sides are built from the same tree with the same compiler (the Backend they exchange is
 // a C++ object).
 #pragma once
+#include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace dnnc::runtime {
@@ -13,7 +15,7 @@ class Tensor;
 }  // namespace dnnc::runtime
 
 /// Bumped when anything below changes; the core refuses a plugin with another value.
-#define DNNC_CUDA_PLUGIN_ABI 1
+#define DNNC_CUDA_PLUGIN_ABI 2
 
 extern "C" {
 
@@ -53,10 +55,37 @@ class ResidentTrainer {
   virtual void sync_params() = 0;
 };
 
+/// One generated kernel's cost, measured on its own (KernelProfiler).
+struct KernelTime {
+  std::string name;
+  std::string mapping;     // codegen::cuda_mapping_name
+  int64_t min_bytes = 0;   // codegen::CudaKernel::min_bytes
+  bool launched = true;    // false: a cuBLASLt epilogue does its work, the step does not launch it
+  bool failed = false;     // the kernel set the error flag while timed (it returned early): unreliable
+  double us = 0;           // median time per launch
+};
+
+/// Per-kernel timing of an Executable made by the plugin's backend (through the plugin's
+/// `dnnc_cuda_profiler`), for the bandwidth-floor check of dnnc_gpu_bench --kernels.
+class KernelProfiler {
+ public:
+  virtual ~KernelProfiler() = default;
+  /// Times each generated kernel alone: a CUDA graph of `launches` back-to-back launches of it,
+  /// replayed `reps` times; the median replay divided by `launches`. Run the executable first
+  /// so its buffers hold real values. Kernels that update in place run many times, so profile a
+  /// throwaway executable: its params and outputs are garbage afterwards.
+  virtual std::vector<KernelTime> profile_kernels(int launches, int reps) = 0;
+  /// The device's achieved memory bandwidth in bytes/s: a device-to-device copy of `bytes`
+  /// (read + written), median of a few.
+  virtual double copy_bandwidth(size_t bytes) = 0;
+};
+
 }  // namespace dnnc::runtime::cuda
 
 extern "C" {
 /// The ResidentTrainer view of an Executable made by the plugin's backend (nullptr if it was
 /// not compiled from a graph with exactly one loss output).
 typedef dnnc::runtime::cuda::ResidentTrainer* (*dnnc_cuda_resident_fn)(dnnc::runtime::Executable* exe);
+/// The KernelProfiler view of an Executable made by the plugin's backend (nullptr otherwise).
+typedef dnnc::runtime::cuda::KernelProfiler* (*dnnc_cuda_profiler_fn)(dnnc::runtime::Executable* exe);
 }

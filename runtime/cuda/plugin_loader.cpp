@@ -107,4 +107,10 @@ ResidentTrainer* resident_trainer(Executable& exe) {
   return fn ? fn(&exe) : nullptr;
 }
 
+KernelProfiler* kernel_profiler(Executable& exe) {
+  if (!g_load_tried) return nullptr;
+  auto fn = reinterpret_cast<dnnc_cuda_profiler_fn>(cuda_plugin_symbol("dnnc_cuda_profiler"));
+  return fn ? fn(&exe) : nullptr;
+}
+
 }  // namespace dnnc::runtime::cuda

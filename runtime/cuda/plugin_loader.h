@@ -11,6 +11,7 @@
 namespace dnnc::runtime::cuda {
 
 class ResidentTrainer;  // runtime/cuda/plugin_api.h
+class KernelProfiler;   // runtime/cuda/plugin_api.h
 
 struct CudaOptions {
   bool tf32 = false;      // GEMMs in TF32 (faster, ~1e-3 relative error); off: exact fp32
@@ -37,5 +38,9 @@ void* cuda_plugin_symbol(const char* name);
 /// plugin was never loaded in this process (so no executable can come from it; this never
 /// loads it), it has no such symbol, or `exe` is not a train-step executable of its backend.
 ResidentTrainer* resident_trainer(Executable& exe);
+
+/// The plugin's KernelProfiler view of `exe` (through `dnnc_cuda_profiler`), or nullptr, as
+/// resident_trainer.
+KernelProfiler* kernel_profiler(Executable& exe);
 
 }  // namespace dnnc::runtime::cuda

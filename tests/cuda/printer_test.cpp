@@ -203,6 +203,7 @@ TEST_CASE("an in-place update is vectorized when each element is read before it 
   CHECK(only(cp).mapping == CudaMapping::grid_vec4);
   CHECK(cp.source.find("const float4 dnnc_l_w = reinterpret_cast<const float4*>(w)[dnnc_q];") != std::string::npos);
   CHECK(cp.source.find("reinterpret_cast<float4*>(w)[dnnc_q] = dnnc_s_w;") != std::string::npos);
+  CHECK(only(cp).min_bytes == 3 * 1024 * 4);  // w read and written, g read: its bandwidth floor
 
   // Written, then read again in the same iteration: float4 loads up front would read stale data.
   KernelBuilder kb2("k0_twice");
@@ -251,6 +252,12 @@ TEST_CASE("MLP: relu and relu_backward GEMM epilogues are planned as cuBLASLt RE
   CHECK(acts[3].second.act == CudaLtAct::drelu_bgrad);
   CHECK(acts[3].second.mask == 1);
   CHECK(acts[3].first->col_sums >= 0);
+  // Its column-sum kernel (run when cuBLASLt has no DRELU_BGRAD) reads C and writes the sums.
+  int cs = -1;
+  for (size_t i = 0; i < p.steps.size(); ++i)
+    if (&p.steps[i].gemm == acts[3].first) cs = cp.step_col_sums[i];
+  REQUIRE(cs >= 0);
+  CHECK(cp.kernels[static_cast<size_t>(cs)].min_bytes == 4 * (128 * 256 + 256));
   CHECK(acts[5].first->n == 512);
   CHECK(acts[5].second.act == CudaLtAct::drelu_bgrad);
   CHECK(acts[5].second.mask == 0);
