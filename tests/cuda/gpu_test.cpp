@@ -11,6 +11,7 @@
 #include <random>
 
 #include "cuda_test_util.h"
+#include "ops_graph.h"
 #include "runtime/checkpoint/safetensors.h"
 #include "runtime/cuda/plugin_api.h"
 #include "runtime/cuda/plugin_loader.h"
@@ -180,6 +181,25 @@ TEST_CASE("DNNC_CUBLASLT_EPILOGUES must be on, off or log", "[gpu][epilogue]") {
   EpiloguesEnv bad("maybe");
   CHECK_THROWS_WITH(runtime::cuda::make_cuda_backend(test_options()),
                     Catch::Contains("DNNC_CUBLASLT_EPILOGUES is 'maybe'"));
+}
+
+// Every registered op (tests/cpu/ops_graph.h: one small case of each, every result an output)
+// on the cuda backend against the reference interpreter, at two optimizer steps.
+TEST_CASE("cuda ops: every op equals the reference", "[gpu][ops]") {
+  test::OpsModule ops = test::build_ops_module();
+  const ir::Graph& g = *ops.module.graph("ops");
+  runtime::reference::ParamStore params;
+  auto backend = runtime::cuda::make_cuda_backend(test_options());
+  auto exe = backend->compile(ops.module, "ops", params, 1);
+  std::mt19937 rng(17);
+  for (float step : {1.0f, 3.0f}) {
+    auto inputs = test::random_op_inputs(g, rng, step);
+    auto want = runtime::reference::run_reference(ops.module, g, inputs, params);
+    auto got = exe->run(inputs);
+    REQUIRE(got.size() == want.size());
+    for (size_t i = 0; i < got.size(); ++i)
+      check_close(got[i], want[i], fmt::format("{} (step {})", g.value(g.outputs[i]).name, step));
+  }
 }
 
 TEST_CASE("cuda matches PyTorch: mnist_mlp", "[gpu][golden]") { check_golden("mnist_mlp"); }

@@ -11,6 +11,7 @@
 #include <map>
 
 #include "cuda_test_util.h"
+#include "ops_graph.h"
 #include "runtime/cuda/nvrtc_compile.h"
 
 using namespace dnnc;
@@ -38,13 +39,48 @@ void check_launch(const codegen::CudaKernel& k) {
   if (k.mapping == codegen::CudaMapping::block) CHECK(k.launch.grid == 1);
 }
 
+// Compiles `cp` (one program) with NVRTC for sm_80 and sm_90 and checks every kernel's launch
+// config and ptxas report; prints one table row per arch.
+void check_program(const codegen::CudaProgram& cp, const std::string& model, const std::string& graph,
+                   int64_t batch) {
+  for (const auto& k : cp.kernels) check_launch(k);
+  for (const char* arch : {"sm_80", "sm_90"}) {
+    std::string label = fmt::format("{}.{}.b{}", model, graph, batch);
+    INFO(label << " for " << arch);
+    runtime::cuda::NvrtcOutput out = runtime::cuda::nvrtc_compile(cp.source, label, arch, {"--ptxas-options=-v"});
+    CHECK(out.cubin);
+    CHECK(!out.image.empty());
+    std::map<std::string, runtime::cuda::PtxasKernelStats> stats;
+    for (const auto& s : runtime::cuda::parse_ptxas_log(out.log)) stats[s.kernel] = s;
+    int max_regs = 0, spills = 0;
+    for (const auto& k : cp.kernels) {
+      INFO("kernel " << k.name << "; ptxas log:\n" << out.log);
+      REQUIRE(stats.count(k.name) == 1);
+      const auto& s = stats[k.name];
+      CHECK(s.registers > 0);
+      CHECK(s.registers <= 255);
+      CHECK(s.spill_stores == 0);
+      CHECK(s.spill_loads == 0);
+      CHECK(s.shared == k.launch.shared_bytes);
+      max_regs = std::max(max_regs, s.registers);
+      spills += s.spill_stores + s.spill_loads;
+    }
+    std::cout << fmt::format("{:<16} {:<10} {:>5} {:<6} {:>7} {:>8} {:>7} {:>7.0f}ms\n", model, graph, batch, arch,
+                             cp.kernels.size(), max_regs, spills, out.seconds * 1e3);
+  }
+}
+
+void print_header() {
+  std::cout << fmt::format("{:<16} {:<10} {:>5} {:<6} {:>7} {:>8} {:>7} {:>8}\n", "model", "graph", "batch", "arch",
+                           "kernels", "max regs", "spills", "compile");
+}
+
 }  // namespace
 
 TEST_CASE("every model's CUDA kernels compile with NVRTC for sm_80 and sm_90 without spills", "[cuda][nvrtc]") {
   std::vector<fs::path> ms = models();
   REQUIRE(ms.size() >= 5);
-  std::cout << fmt::format("{:<16} {:<10} {:>5} {:<6} {:>7} {:>8} {:>7} {:>8}\n", "model", "graph", "batch", "arch",
-                           "kernels", "max regs", "spills", "compile");
+  print_header();
   for (const fs::path& path : ms) {
     ir::Module m = test::cuda_pipeline_model(path.string());
     int64_t train_batch = m.train.batch > 0 ? m.train.batch : 1;
@@ -52,37 +88,21 @@ TEST_CASE("every model's CUDA kernels compile with NVRTC for sm_80 and sm_90 wit
       if (!m.graph(graph)) continue;
       std::vector<int64_t> batches = {train_batch};
       if (train_batch != 1) batches.push_back(1);
-      for (int64_t batch : batches) {
-        codegen::Program p = test::cuda_lower(m, graph, batch);
-        codegen::CudaProgram cp = codegen::print_program_cuda(p);
-        for (const auto& k : cp.kernels) check_launch(k);
-        for (const char* arch : {"sm_80", "sm_90"}) {
-          std::string label = fmt::format("{}.{}.b{}", m.name, graph, batch);
-          INFO(label << " for " << arch);
-          runtime::cuda::NvrtcOutput out = runtime::cuda::nvrtc_compile(cp.source, label, arch, {"--ptxas-options=-v"});
-          CHECK(out.cubin);
-          CHECK(!out.image.empty());
-          std::map<std::string, runtime::cuda::PtxasKernelStats> stats;
-          for (const auto& s : runtime::cuda::parse_ptxas_log(out.log)) stats[s.kernel] = s;
-          int max_regs = 0, spills = 0;
-          for (const auto& k : cp.kernels) {
-            INFO("kernel " << k.name << "; ptxas log:\n" << out.log);
-            REQUIRE(stats.count(k.name) == 1);
-            const auto& s = stats[k.name];
-            CHECK(s.registers > 0);
-            CHECK(s.registers <= 255);
-            CHECK(s.spill_stores == 0);
-            CHECK(s.spill_loads == 0);
-            CHECK(s.shared == k.launch.shared_bytes);
-            max_regs = std::max(max_regs, s.registers);
-            spills += s.spill_stores + s.spill_loads;
-          }
-          std::cout << fmt::format("{:<16} {:<10} {:>5} {:<6} {:>7} {:>8} {:>7} {:>7.0f}ms\n", m.name, graph, batch,
-                                   arch, cp.kernels.size(), max_regs, spills, out.seconds * 1e3);
-        }
-      }
+      for (int64_t batch : batches)
+        check_program(codegen::print_program_cuda(test::cuda_lower(m, graph, batch)), m.name, graph, batch);
     }
   }
+}
+
+// The ops graph of the cpu op tests (tests/cpu/ops_graph.h): a small case of every registered op
+// (norms, dropout, softmax, losses, every pooling, Adam, ...), as the cuda backend lowers it.
+TEST_CASE("every op's CUDA kernels compile with NVRTC for sm_80 and sm_90 without spills", "[cuda][nvrtc]") {
+  test::OpsModule ops = test::build_ops_module();
+  codegen::Program p = codegen::lower_graph(ops.module, *ops.module.graph("ops"), 1, codegen::cuda_lower_options());
+  codegen::CudaProgram cp = codegen::print_program_cuda(p);
+  CHECK(cp.kernels.size() >= 40);
+  print_header();
+  check_program(cp, ops.module.name, "ops", 1);
 }
 
 TEST_CASE("an NVRTC compile error carries the compiler's log and the options", "[cuda][nvrtc]") {
