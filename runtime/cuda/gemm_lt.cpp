@@ -9,11 +9,13 @@ namespace {
 
 using codegen::CudaLtAct;
 
-cublasLtMatrixLayout_t layout(uint64_t rows, uint64_t cols, int64_t ld, int64_t batch, int64_t stride) {
+cublasLtMatrixLayout_t layout(const codegen::LtMatrix& m) {
   cublasLtMatrixLayout_t l = nullptr;
-  DNNC_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&l, CUDA_R_32F, rows, cols, ld));
-  if (batch > 1) {
-    int32_t count = static_cast<int32_t>(batch);
+  DNNC_CUBLAS_CHECK(
+      cublasLtMatrixLayoutCreate(&l, CUDA_R_32F, static_cast<uint64_t>(m.rows), static_cast<uint64_t>(m.cols), m.ld));
+  if (m.batch > 1) {
+    int32_t count = static_cast<int32_t>(m.batch);
+    int64_t stride = m.stride;
     DNNC_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof(count)));
     DNNC_CUBLAS_CHECK(
         cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof(stride)));
@@ -55,11 +57,8 @@ std::vector<CudaLtAct> with_fallbacks(CudaLtAct act) {
 
 GemmPlan::GemmPlan(cublasLtHandle_t lt, const codegen::GemmCall& g, const GemmOptions& options,
                    const GemmActRequest& act)
-    : lt_(lt), g_(g) {
-  using codegen::GemmCall;
-  epilogue_bias_ = codegen::cuda_gemm_bias_epilogue(g);
-  // A generated kernel wrote the bias into C when the epilogue cannot apply it.
-  beta_ = g.bias_kind != GemmCall::Bias::none && !epilogue_bias_ ? 1.0f : g.beta;
+    : lt_(lt), g_(g), p_(codegen::lt_problem(g)) {
+  epilogue_bias_ = p_.bias_epilogue;
   for (CudaLtAct a : with_fallbacks(options.activation_epilogues ? act.act : CudaLtAct::none)) {
     if (build(a, act, options)) {
       act_ = a;
@@ -82,13 +81,11 @@ bool GemmPlan::build(CudaLtAct act, const GemmActRequest& req, const GemmOptions
   };
 #define DNNC_LT_TRY(call) \
   if (!ok((call), #call, __LINE__)) return false
-  // Problems summed into one C run one matmul each (beta 1 after the first): batch 1 here.
-  int64_t batch = g.accumulate_batches ? 1 : g.batch;
   DNNC_LT_TRY(
       cublasLtMatmulDescCreate(&desc_, options.tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, CUDA_R_32F));
-  // Column-major: D[n, m] = op_b(B_mem) · op_a(A_mem).
-  cublasOperation_t ta = g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
-  cublasOperation_t tb = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  // Column-major D[n, m] = op(our B) · op(our A): codegen/cuda_gemm.h.
+  cublasOperation_t ta = p_.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  cublasOperation_t tb = p_.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
   DNNC_LT_TRY(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
   DNNC_LT_TRY(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
   const bool bias = epilogue_bias_ && act != CudaLtAct::drelu && act != CudaLtAct::drelu_bgrad;
@@ -102,10 +99,9 @@ bool GemmPlan::build(CudaLtAct act, const GemmActRequest& req, const GemmOptions
   }
   if (act == CudaLtAct::drelu_bgrad)
     DNNC_LT_TRY(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &req.bgrad, sizeof(req.bgrad)));
-  auto u = [](int64_t v) { return static_cast<uint64_t>(v); };
-  la_ = g.trans_b ? layout(u(g.k), u(g.n), g.ldb, batch, g.stride_b) : layout(u(g.n), u(g.k), g.ldb, batch, g.stride_b);
-  lb_ = g.trans_a ? layout(u(g.m), u(g.k), g.lda, batch, g.stride_a) : layout(u(g.k), u(g.m), g.lda, batch, g.stride_a);
-  lc_ = layout(u(g.n), u(g.m), g.ldc, batch, g.stride_c);
+  la_ = layout(p_.a);
+  lb_ = layout(p_.b);
+  lc_ = layout(p_.c);
 
   cublasLtMatmulPreference_t pref = nullptr;
   DNNC_LT_TRY(cublasLtMatmulPreferenceCreate(&pref));
@@ -147,12 +143,11 @@ void GemmPlan::run(cudaStream_t stream, const float* a, const float* b, const fl
   const bool drelu = act_ == CudaLtAct::drelu || act_ == CudaLtAct::drelu_bgrad;
   if (epilogue_bias_ && !drelu)
     DNNC_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
-  const float alpha = g_.alpha;
-  int64_t problems = g_.accumulate_batches ? g_.batch : 1;
-  for (int64_t i = 0; i < problems; ++i) {
-    float beta = i == 0 ? beta_ : 1.0f;
-    DNNC_CUBLAS_CHECK(cublasLtMatmul(lt_, desc_, &alpha, b + i * g_.stride_b, la_, a + i * g_.stride_a, lb_, &beta, c,
-                                     lc_, c, lc_, &algo_, workspace, workspace_, stream));
+  const float alpha = p_.alpha;
+  for (int64_t i = 0; i < p_.matmuls; ++i) {  // cuBLASLt's A is our B, its B our A
+    float beta = i == 0 ? p_.beta_first : 1.0f;
+    DNNC_CUBLAS_CHECK(cublasLtMatmul(lt_, desc_, &alpha, b + i * p_.a_step, la_, a + i * p_.b_step, lb_, &beta, c, lc_,
+                                     c, lc_, &algo_, workspace, workspace_, stream));
   }
 }
 

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <vector>
 
+#include "codegen/cuda_gemm.h"
 #include "codegen/cuda_printer.h"
 #include "codegen/program.h"
 
@@ -60,10 +61,10 @@ class GemmPlan {
 
   cublasLtHandle_t lt_;
   codegen::GemmCall g_;
+  codegen::LtProblem p_;
   bool epilogue_bias_ = false;
   codegen::CudaLtAct act_ = codegen::CudaLtAct::none;
   std::vector<codegen::CudaLtAct> refused_;
-  float beta_ = 0;
   cublasLtMatmulDesc_t desc_ = nullptr;
   cublasLtMatrixLayout_t la_ = nullptr, lb_ = nullptr, lc_ = nullptr;
   cublasLtMatmulAlgo_t algo_{};
