@@ -1,0 +1,196 @@
+// A CPU stand-in for the CUDA device, so the CUDA C that codegen/cuda_printer.cpp generates can
+// run in the test suite without a GPU (tests/codegen/cuda_emu_test.cpp). The generated source
+// is compiled as C++ with this header force-included (`c++ -include cuda_emu.h -x c++`).
+//
+// Every CUDA thread of a block is a fiber (ucontext) on one OS thread; blocks run one after
+// another. The scheduler runs each ready fiber until it exits or waits at a barrier:
+// __syncthreads releases when every live thread of the block waits there, __syncwarp (and each
+// __shfl_xor_sync) when every live lane of the warp does. A barrier nobody can pass (a
+// __syncthreads inside divergent code, a shuffle with an exited lane, a warp split between the
+// two kinds of barrier) is reported as an error instead of hanging. Threads that exit early drop
+// out of barriers, as on current GPUs. Scheduling is deterministic (lowest thread first).
+#pragma once
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <ucontext.h>
+
+#include <string>
+#include <vector>
+
+typedef long long i64;
+typedef unsigned long long u64;
+
+#define __global__
+#define __device__
+#define __forceinline__ inline
+#define __shared__ static
+#define __launch_bounds__(...)
+
+struct uint3 {
+  unsigned x = 0, y = 0, z = 0;
+};
+struct dim3 {
+  unsigned x = 1, y = 1, z = 1;
+};
+struct alignas(16) float4 {
+  float x, y, z, w;
+};
+
+// The running fiber's coordinates (one OS thread runs all fibers, so plain globals suffice).
+static uint3 threadIdx, blockIdx;
+static dim3 blockDim, gridDim;
+
+static inline float __int_as_float(unsigned v) {
+  float f;
+  memcpy(&f, &v, sizeof f);
+  return f;
+}
+static inline double __longlong_as_double(long long v) {
+  double d;
+  memcpy(&d, &v, sizeof d);
+  return d;
+}
+// Fibers never run at the same time: a plain read-modify-write is atomic here.
+static inline int atomicCAS(int* p, int compare, int value) {
+  int old = *p;
+  if (old == compare) *p = value;
+  return old;
+}
+
+namespace dnnc_emu {
+
+enum class State { ready, block_barrier, warp_barrier, done };
+
+struct Fiber {
+  ucontext_t ctx;
+  State state = State::ready;
+  char* stack = nullptr;
+};
+
+constexpr size_t kStack = 256 * 1024;
+constexpr unsigned kMaxBlock = 1024;
+
+static ucontext_t g_sched;
+static Fiber g_fibers[kMaxBlock];
+static Fiber* g_current = nullptr;
+static void (*g_call)(void**) = nullptr;
+static void** g_args = nullptr;
+static u64 g_slots[kMaxBlock];  // shuffle exchange
+static std::string g_error;
+
+static void fail(const std::string& what) {
+  if (g_error.empty()) g_error = what;
+}
+
+static void fiber_main() {
+  g_call(g_args);
+  g_current->state = State::done;
+  // returns to g_sched through uc_link
+}
+
+static void wait(State s) {
+  g_current->state = s;
+  swapcontext(&g_current->ctx, &g_sched);
+}
+
+static std::string where() {
+  char buf[96];
+  snprintf(buf, sizeof buf, "block %u, thread %u", blockIdx.x, threadIdx.x);
+  return buf;
+}
+
+}  // namespace dnnc_emu
+
+static inline void __syncthreads() { dnnc_emu::wait(dnnc_emu::State::block_barrier); }
+static inline void __syncwarp(unsigned = 0xffffffffu) { dnnc_emu::wait(dnnc_emu::State::warp_barrier); }
+
+template <class T>
+static inline T __shfl_xor_sync(unsigned, T v, int lane_mask) {
+  static_assert(sizeof(T) <= 8, "shuffle of a value wider than 8 bytes");
+  const unsigned me = threadIdx.x, other = (me & ~31u) | ((me & 31u) ^ static_cast<unsigned>(lane_mask));
+  memcpy(&dnnc_emu::g_slots[me], &v, sizeof(T));
+  __syncwarp();
+  if (other >= blockDim.x || dnnc_emu::g_fibers[other].state == dnnc_emu::State::done)
+    dnnc_emu::fail("__shfl_xor_sync at " + dnnc_emu::where() + " reads lane " + std::to_string(other) +
+                   ", which has exited or does not exist");
+  T r;
+  memcpy(&r, &dnnc_emu::g_slots[other < blockDim.x ? other : me], sizeof(T));
+  __syncwarp();  // nobody overwrites a slot before every lane has read its partner's
+  return r;
+}
+
+// Runs `call(args)` as a kernel on a grid of `grid` blocks of `block` threads. Returns nullptr,
+// or what went wrong (a barrier nobody can pass). Kernel failures are the caller's error flag.
+extern "C" __attribute__((visibility("default"))) const char* dnnc_emu_launch(void (*call)(void**), void** args,
+                                                                           unsigned grid, unsigned block) {
+  using namespace dnnc_emu;
+  g_error.clear();
+  if (block == 0 || block > kMaxBlock || block % 32 != 0 || grid == 0) {
+    g_error = "bad launch: " + std::to_string(grid) + " blocks of " + std::to_string(block) + " threads";
+    return g_error.c_str();
+  }
+  g_call = call;
+  g_args = args;
+  gridDim.x = grid;
+  blockDim.x = block;
+  for (unsigned b = 0; b < grid && g_error.empty(); ++b) {
+    blockIdx.x = b;
+    for (unsigned t = 0; t < block; ++t) {
+      Fiber& f = g_fibers[t];
+      if (!f.stack) f.stack = static_cast<char*>(malloc(kStack));
+      getcontext(&f.ctx);
+      f.ctx.uc_stack.ss_sp = f.stack;
+      f.ctx.uc_stack.ss_size = kStack;
+      f.ctx.uc_link = &g_sched;
+      makecontext(&f.ctx, fiber_main, 0);
+      f.state = State::ready;
+    }
+    for (;;) {
+      for (unsigned t = 0; t < block; ++t) {
+        Fiber& f = g_fibers[t];
+        if (f.state != State::ready) continue;
+        g_current = &f;
+        threadIdx.x = t;
+        swapcontext(&g_sched, &f.ctx);
+      }
+      // Every fiber now waits or is done. Release warps whose live lanes all wait at
+      // __syncwarp; then the block if every live thread waits at __syncthreads.
+      bool released = false, live = false, all_block = true;
+      for (unsigned w = 0; w < block / 32; ++w) {
+        int warp = 0, block_waits = 0, n = 0;
+        for (unsigned l = 0; l < 32; ++l) {
+          State s = g_fibers[w * 32 + l].state;
+          if (s == State::done) continue;
+          ++n;
+          warp += s == State::warp_barrier;
+          block_waits += s == State::block_barrier;
+        }
+        live |= n > 0;
+        all_block &= block_waits == n;
+        if (warp > 0 && block_waits > 0) {
+          fail("warp " + std::to_string(w) + " of block " + std::to_string(b) +
+               " is split between __syncwarp and __syncthreads");
+        } else if (n > 0 && warp == n) {
+          for (unsigned l = 0; l < 32; ++l)
+            if (g_fibers[w * 32 + l].state == State::warp_barrier) g_fibers[w * 32 + l].state = State::ready;
+          released = true;
+        }
+      }
+      if (!live) break;
+      if (!released && all_block) {
+        for (unsigned t = 0; t < block; ++t)
+          if (g_fibers[t].state == State::block_barrier) g_fibers[t].state = State::ready;
+        released = true;
+      }
+      if (!released || !g_error.empty()) {
+        // Nobody can go on: abandon the block (the fibers' stacks are reset at the next block).
+        fail("block " + std::to_string(b) + " cannot pass a barrier: some threads wait at __syncthreads while others wait at __syncwarp or have exited");
+        break;
+      }
+    }
+  }
+  return g_error.empty() ? nullptr : g_error.c_str();
+}

@@ -1,0 +1,214 @@
+// See emu_program.h.
+#include "emu_program.h"
+
+#include <dlfcn.h>
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <stdexcept>
+
+#include "codegen/cuda_gemm.h"
+
+namespace dnnc::test {
+
+namespace fs = std::filesystem;
+using codegen::Buffer;
+using codegen::BufferKind;
+using codegen::ScalarType;
+
+namespace {
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+const char* c_type(ScalarType t) {
+  switch (t) {
+    case ScalarType::i64:
+      return "i64";
+    case ScalarType::u64:
+      return "u64";
+    case ScalarType::f64:
+      return "double";
+    case ScalarType::boolean:
+      return "bool";
+    case ScalarType::f32:
+      break;
+  }
+  return "float";
+}
+
+size_t elem_bytes(ScalarType t) { return t == ScalarType::i64 || t == ScalarType::u64 || t == ScalarType::f64 ? 8 : 4; }
+
+ir::DType dtype_of(ScalarType t) { return t == ScalarType::i64 ? ir::DType::i64 : ir::DType::f32; }
+
+}  // namespace
+
+std::string compile_for_emulator(const std::string& source, const std::string& cache_dir) {
+  const std::string header = DNNC_EMU_HEADER;
+  std::string key = fmt::format("{:016x}", std::hash<std::string>{}(source + slurp(header)));
+  fs::create_directories(cache_dir);
+  std::string so = cache_dir + "/" + key + ".so";
+  if (fs::exists(so)) return so;
+  std::string src = cache_dir + "/" + key + ".cpp", log = cache_dir + "/" + key + ".log";
+  std::string tmp = so + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream out(src, std::ios::binary);
+    out << source;
+  }
+  // -ffp-contract=off: no FMA contraction, so sums round as the reference's do.
+  std::string cmd = fmt::format("c++ -std=c++17 -O1 -ffp-contract=off -fPIC -shared -w -include '{}' -x c++ '{}' -o '{}' >'{}' 2>&1",
+                                header, src, tmp, log);
+  if (std::system(cmd.c_str()) != 0)
+    throw std::runtime_error(fmt::format("the emulator's compile of {} failed:\n{}", src, slurp(log)));
+  fs::rename(tmp, so);
+  return so;
+}
+
+EmuProgram::EmuProgram(codegen::Program p, const std::string& cache_dir) : p_(std::move(p)) {
+  cp_ = codegen::print_program_cuda(p_);
+  // One extern "C" wrapper per kernel: arguments as the cuda backend passes them (i64 scalars,
+  // buffer pointers, int* dnnc_err, int dnnc_err_base), unpacked from a void* array.
+  std::string wrappers;
+  for (size_t i = 0; i < cp_.kernels.size(); ++i) {
+    const codegen::CudaKernel& k = cp_.kernels[i];
+    std::vector<std::string> args;
+    size_t j = 0;
+    for (size_t s = 0; s < k.scalars.size(); ++s) args.push_back(fmt::format("*(const i64*)a[{}]", j++));
+    for (int b : k.args)
+      args.push_back(fmt::format("({}*)a[{}]", c_type(p_.buffers.at(static_cast<size_t>(b)).dtype), j++));
+    args.push_back(fmt::format("(int*)a[{}]", j++));
+    args.push_back(fmt::format("*(const int*)a[{}]", j++));
+    wrappers += fmt::format("extern \"C\" __attribute__((visibility(\"default\"))) void dnnc_emu_call_{}(void** a) {{ {}({}); }}\n",
+                            i, k.name, fmt::join(args, ", "));
+  }
+  std::string so = compile_for_emulator(cp_.source + "\n" + wrappers, cache_dir);
+  lib_ = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!lib_) throw std::runtime_error(fmt::format("dlopen {}: {}", so, dlerror()));
+  launch_ = reinterpret_cast<LaunchFn>(dlsym(lib_, "dnnc_emu_launch"));
+  if (!launch_) throw std::runtime_error("the emulator library has no dnnc_emu_launch");
+  for (size_t i = 0; i < cp_.kernels.size(); ++i) {
+    auto fn = reinterpret_cast<void (*)(void**)>(dlsym(lib_, fmt::format("dnnc_emu_call_{}", i).c_str()));
+    if (!fn) throw std::runtime_error("the emulator library has no wrapper for " + cp_.kernels[i].name);
+    calls_.push_back(fn);
+  }
+  for (const Buffer& b : p_.buffers) {
+    size_t bytes = b.kind == BufferKind::alias ? 0 : static_cast<size_t>(b.numel()) * elem_bytes(b.dtype);
+    void* mem = std::aligned_alloc(256, (bytes + 255) / 256 * 256 + 256);
+    std::memset(mem, 0, (bytes + 255) / 256 * 256 + 256);
+    storage_.emplace_back(static_cast<char*>(mem), std::free);
+  }
+}
+
+EmuProgram::~EmuProgram() {
+  // The library is kept loaded: fiber stacks and statics live in it, and unloading it buys nothing.
+}
+
+char* EmuProgram::buf(int b) {
+  const Buffer& buf = p_.buffers.at(static_cast<size_t>(b));
+  return storage_.at(static_cast<size_t>(buf.kind == BufferKind::alias ? buf.alias_of : b)).get();
+}
+
+void EmuProgram::launch(size_t kernel) {
+  const codegen::CudaKernel& k = cp_.kernels.at(kernel);
+  std::vector<int64_t> scalars = k.scalars;
+  std::vector<void*> values;
+  for (int b : k.args) values.push_back(buf(b));
+  int base = k.error_base;
+  std::vector<void*> args;
+  for (int64_t& s : scalars) args.push_back(&s);
+  for (void*& v : values) args.push_back(v);
+  args.push_back(&err_);
+  args.push_back(&base);
+  const char* e = launch_(calls_[kernel], args.data(), static_cast<unsigned>(k.launch.grid),
+                          static_cast<unsigned>(k.launch.block));
+  if (e) throw std::runtime_error(fmt::format("kernel {} ({}): {}", k.name, codegen::cuda_mapping_name(k.mapping), e));
+}
+
+// cuBLASLt's D = alpha·op(A)·op(B) + beta·C (+ bias per row of D), column-major, as
+// codegen::lt_problem describes the call; sums in double.
+void EmuProgram::gemm(const codegen::GemmCall& g) {
+  codegen::LtProblem lt = codegen::lt_problem(g);
+  const float* A = reinterpret_cast<const float*>(buf(g.b));  // cuBLASLt's A is our B
+  const float* B = reinterpret_cast<const float*>(buf(g.a));
+  float* C = reinterpret_cast<float*>(buf(g.c));
+  const float* bias = lt.bias_epilogue ? reinterpret_cast<const float*>(buf(g.bias)) : nullptr;
+  const int64_t m = lt.c.rows, n = lt.c.cols, k = lt.trans_a ? lt.a.rows : lt.a.cols;
+  for (int64_t mm = 0; mm < lt.matmuls; ++mm) {
+    const float beta = mm == 0 ? lt.beta_first : 1.0f;
+    for (int64_t bt = 0; bt < lt.c.batch; ++bt) {
+      const float* a = A + mm * lt.a_step + bt * lt.a.stride;
+      const float* b = B + mm * lt.b_step + bt * lt.b.stride;
+      float* c = C + bt * lt.c.stride;
+      for (int64_t j = 0; j < n; ++j)
+        for (int64_t i = 0; i < m; ++i) {
+          double s = 0;
+          for (int64_t q = 0; q < k; ++q)
+            s += static_cast<double>(lt.trans_a ? a[q + i * lt.a.ld] : a[i + q * lt.a.ld]) *
+                 (lt.trans_b ? b[j + q * lt.b.ld] : b[q + j * lt.b.ld]);
+          float& d = c[i + j * lt.c.ld];
+          float v = static_cast<float>(lt.alpha * s) + (beta != 0 ? beta * d : 0.0f);
+          d = bias ? v + bias[i] : v;
+        }
+    }
+  }
+}
+
+std::vector<runtime::Tensor> EmuProgram::run(const std::map<std::string, runtime::Tensor>& inputs,
+                                             runtime::reference::ParamStore& params) {
+  for (size_t i = 0; i < p_.buffers.size(); ++i) {
+    const Buffer& b = p_.buffers[i];
+    const runtime::Tensor* t = nullptr;
+    if (b.kind == BufferKind::input) {
+      auto it = inputs.find(b.value_name);
+      if (it == inputs.end()) throw std::runtime_error("input '" + b.value_name + "' was not given");
+      t = &it->second;
+    } else if (b.kind == BufferKind::param) {
+      t = params.find(b.value_name);
+      if (!t) throw std::runtime_error("param '" + b.value_name + "' is not in the param store");
+    }
+    if (!t) continue;
+    if (t->shape() != b.shape || t->dtype() != dtype_of(b.dtype))
+      throw std::runtime_error(fmt::format("'{}' is {}", b.value_name, runtime::describe(*t)));
+    std::memcpy(buf(static_cast<int>(i)), t->data(), t->nbytes());
+  }
+  err_ = 0;
+  for (size_t i = 0; i < p_.steps.size(); ++i) {
+    const codegen::Step& s = p_.steps[i];
+    if (s.kind == codegen::Step::Kind::kernel) {
+      launch(static_cast<size_t>(cp_.step_kernel[i]));
+      continue;
+    }
+    if (cp_.step_kernel[i] >= 0) launch(static_cast<size_t>(cp_.step_kernel[i]));  // bias fill
+    if (err_ == 0) gemm(s.gemm);  // (a GEMM does not look at the error flag; its inputs may be garbage then)
+    for (int k : {cp_.step_epilogue[i], cp_.step_col_sums[i]})
+      if (k >= 0) launch(static_cast<size_t>(k));
+  }
+  if (err_ != 0) {
+    std::vector<std::string> errors = codegen::program_errors(p_);
+    throw std::runtime_error(err_ > 0 && err_ <= static_cast<int>(errors.size())
+                                 ? errors[static_cast<size_t>(err_ - 1)]
+                                 : fmt::format("error code {}", err_));
+  }
+  auto read = [&](int b) {
+    const Buffer& buffer = p_.buffers.at(static_cast<size_t>(b));
+    runtime::Tensor t(dtype_of(buffer.dtype), buffer.shape);
+    std::memcpy(t.data(), buf(b), t.nbytes());
+    return t;
+  };
+  std::vector<runtime::Tensor> outputs;
+  for (int b : p_.outputs) outputs.push_back(read(b));
+  std::vector<runtime::Tensor> updated;
+  for (const auto& [name, b] : p_.updates) updated.push_back(read(b));
+  for (size_t u = 0; u < p_.updates.size(); ++u) params.tensors[p_.updates[u].first] = std::move(updated[u]);
+  return outputs;
+}
+
+}  // namespace dnnc::test

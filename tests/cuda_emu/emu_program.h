@@ -1,0 +1,56 @@
+// Runs a codegen::Program the way the cuda backend does (runtime/cuda/cuda_backend.cpp: the
+// printer's kernels in launch order, GEMMs as cuBLASLt computes them, then the param updates),
+// with the device emulated on the CPU: the generated CUDA C is compiled with the system C++
+// compiler against cuda_emu.h and its kernels run as fibers. GEMMs run as cuBLASLt's
+// column-major matmul of codegen::lt_problem, plain (no activation epilogue: the generated
+// epilogue and column-sum kernels run, as where cuBLASLt has none).
+#pragma once
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "codegen/cuda_printer.h"
+#include "codegen/program.h"
+#include "runtime/reference/interpreter.h"
+#include "runtime/tensor.h"
+
+namespace dnnc::test {
+
+class EmuProgram {
+ public:
+  /// Prints `p` as CUDA C and compiles it for the emulator (cached under `cache_dir` by source).
+  /// Throws std::runtime_error with the compiler's output if it does not compile.
+  EmuProgram(codegen::Program p, const std::string& cache_dir);
+  ~EmuProgram();
+  EmuProgram(const EmuProgram&) = delete;
+  EmuProgram& operator=(const EmuProgram&) = delete;
+
+  /// One run: inputs and params in, outputs back, the updated params written into `params`.
+  /// Throws std::runtime_error naming the kernel for an emulator error (a barrier nobody can
+  /// pass), or with the program's message when a kernel sets the error flag.
+  std::vector<runtime::Tensor> run(const std::map<std::string, runtime::Tensor>& inputs,
+                                   runtime::reference::ParamStore& params);
+
+  const codegen::CudaProgram& cuda() const { return cp_; }
+
+ private:
+  void launch(size_t kernel);
+  void gemm(const codegen::GemmCall& g);
+  char* buf(int b);
+
+  codegen::Program p_;
+  codegen::CudaProgram cp_;
+  void* lib_ = nullptr;
+  using LaunchFn = const char* (*)(void (*)(void**), void**, unsigned, unsigned);
+  LaunchFn launch_ = nullptr;
+  std::vector<void (*)(void**)> calls_;
+  std::vector<std::unique_ptr<char, void (*)(void*)>> storage_;  // per root buffer, 256-byte aligned
+  int err_ = 0;
+};
+
+/// Compiles `source` (CUDA C from the printer plus extern "C" wrappers) into a shared object for
+/// the emulator under `cache_dir`, returning its path.
+std::string compile_for_emulator(const std::string& source, const std::string& cache_dir);
+
+}  // namespace dnnc::test
