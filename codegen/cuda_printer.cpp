@@ -101,6 +101,46 @@ void plan_cuda_gemm_acts(const Program& p, std::vector<CudaGemmAct>& step_act, s
     if (a.mask >= 0) a.mask = renumber[static_cast<size_t>(a.mask)];
 }
 
+std::vector<CudaLtAct> cuda_act_fallbacks(CudaLtAct act) {
+  switch (act) {
+    case CudaLtAct::relu_aux:
+      return {CudaLtAct::relu_aux, CudaLtAct::relu, CudaLtAct::none};
+    case CudaLtAct::drelu_bgrad:
+      return {CudaLtAct::drelu_bgrad, CudaLtAct::drelu, CudaLtAct::none};
+    case CudaLtAct::none:
+      return {CudaLtAct::none};
+    case CudaLtAct::relu:
+    case CudaLtAct::drelu:
+      break;
+  }
+  return {act, CudaLtAct::none};
+}
+
+CudaLtAct cuda_act_request(const CudaProgram& cp, size_t step, const std::vector<bool>& mask_written) {
+  const CudaGemmAct& planned = cp.step_act.at(step);
+  const bool reads = planned.act == CudaLtAct::drelu || planned.act == CudaLtAct::drelu_bgrad;
+  if (reads && !mask_written.at(static_cast<size_t>(planned.mask))) return CudaLtAct::none;
+  return planned.act;
+}
+
+std::vector<CudaStreamOp> cuda_launch_sequence(const Program& p, const CudaProgram& cp,
+                                              const std::vector<CudaLtAct>& taken) {
+  std::vector<CudaStreamOp> out;
+  auto kernel = [&](int k) { out.push_back({CudaStreamOp::Kind::kernel, k, CudaLtAct::none}); };
+  for (size_t i = 0; i < p.steps.size(); ++i) {
+    if (p.steps[i].kind == Step::Kind::kernel) {
+      kernel(cp.step_kernel[i]);
+      continue;
+    }
+    const CudaLtAct act = taken.at(i);
+    if (cp.step_kernel[i] >= 0) kernel(cp.step_kernel[i]);  // bias fill
+    out.push_back({CudaStreamOp::Kind::gemm, static_cast<int>(i), act});
+    if (cp.step_epilogue[i] >= 0 && act == CudaLtAct::none) kernel(cp.step_epilogue[i]);  // map over C
+    if (cp.step_col_sums[i] >= 0 && act != CudaLtAct::drelu_bgrad) kernel(cp.step_col_sums[i]);  // bias gradient
+  }
+  return out;
+}
+
 std::string cuda_float_literal(float v) {
   if (std::isnan(v)) return "__int_as_float(0x7fffffff)";
   if (std::isinf(v)) return v > 0 ? "__int_as_float(0x7f800000)" : "__int_as_float(0xff800000)";

@@ -91,6 +91,30 @@ struct CudaProgram {
   std::vector<CudaReluMask> relu_masks;
 };
 
+/// What to ask cuBLASLt for after `act` if it has no algorithm for it, in order, ending with
+/// none: relu_aux → relu → none, drelu_bgrad → drelu → none, relu → none, drelu → none.
+std::vector<CudaLtAct> cuda_act_fallbacks(CudaLtAct act);
+
+/// The activation epilogue to ask cuBLASLt for at GEMM step `step`: the planned one, except a
+/// drelu (with or without bgrad) whose mask no earlier GEMM wrote (`mask_written[mask]` false:
+/// cuBLASLt refused that relu_aux), which asks for none.
+CudaLtAct cuda_act_request(const CudaProgram& cp, size_t step, const std::vector<bool>& mask_written);
+
+/// One launch on the stream: a generated kernel, or GEMM step `index` with the activation
+/// epilogue cuBLASLt runs for it.
+struct CudaStreamOp {
+  enum class Kind : uint8_t { kernel, gemm };
+  Kind kind = Kind::kernel;
+  int index = -1;  // kernel: into CudaProgram::kernels; gemm: the Program step
+  CudaLtAct act = CudaLtAct::none;
+};
+
+/// A step's launches in order, given the activation epilogue cuBLASLt took for each GEMM step
+/// (`taken[step]`, none where it took none): each kernel step's kernel; for each GEMM step its
+/// bias fill, the GEMM, then its epilogue and column-sum kernels unless the taken epilogue does
+/// their work. The cuda backend enqueues exactly this (and the CPU emulator runs it).
+std::vector<CudaStreamOp> cuda_launch_sequence(const Program& p, const CudaProgram& cp, const std::vector<CudaLtAct>& taken);
+
 /// The cuBLASLt activation epilogues for program `p`'s GEMM steps (print_program_cuda fills
 /// CudaProgram::step_act and relu_masks with this). A relu_backward GEMM gets drelu[_bgrad] when
 /// its mask buffer is the C of an earlier relu GEMM of the same shape that no step in between

@@ -185,7 +185,7 @@ class CudaExecutable final : public Executable, public ResidentTrainer, public K
       t.name = ck.name;
       t.mapping = codegen::cuda_mapping_name(ck.mapping);
       t.min_bytes = ck.min_bytes;
-      t.launched = launched(k);
+      t.launched = launched_[k];
       cudaGraph_t graph = nullptr;
       DNNC_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
       try {
@@ -342,17 +342,6 @@ class CudaExecutable final : public Executable, public ResidentTrainer, public K
     Events& operator=(const Events&) = delete;
   };
 
-  // Whether a step launches kernel `k`: not an epilogue or column-sum kernel whose work a
-  // cuBLASLt epilogue does (see enqueue).
-  bool launched(size_t k) const {
-    const codegen::CudaKernel& ck = cprog_.kernels[k];
-    if (ck.step < 0 || prog_.steps[static_cast<size_t>(ck.step)].kind != codegen::Step::Kind::gemm) return true;
-    codegen::CudaLtAct act = gemms_[static_cast<size_t>(ck.step)]->act();
-    const int ki = static_cast<int>(k);
-    if (cprog_.step_epilogue[static_cast<size_t>(ck.step)] == ki) return act == codegen::CudaLtAct::none;
-    if (cprog_.step_col_sums[static_cast<size_t>(ck.step)] == ki) return act != codegen::CudaLtAct::drelu_bgrad;
-    return true;
-  }
 
   [[noreturn]] void fail(const std::string& msg) const {
     throw std::runtime_error(
@@ -458,6 +447,7 @@ class CudaExecutable final : public Executable, public ResidentTrainer, public K
   void plan_gemms() {
     using codegen::CudaLtAct;
     std::vector<bool> mask_written(cprog_.relu_masks.size(), false);
+    std::vector<CudaLtAct> taken(prog_.steps.size(), CudaLtAct::none);
     for (size_t i = 0; i < prog_.steps.size(); ++i) {
       const codegen::Step& s = prog_.steps[i];
       if (s.kind != codegen::Step::Kind::gemm) {
@@ -466,20 +456,22 @@ class CudaExecutable final : public Executable, public ResidentTrainer, public K
       }
       const codegen::CudaGemmAct& planned = cprog_.step_act[i];
       GemmActRequest req;
-      req.act = planned.act;
+      req.act = codegen::cuda_act_request(cprog_, i, mask_written);
       if (planned.mask >= 0) {
-        const codegen::CudaReluMask& m = cprog_.relu_masks[static_cast<size_t>(planned.mask)];
         req.mask = dev(mask_offset_[static_cast<size_t>(planned.mask)]);
-        req.mask_ld = m.ld;
-        bool reads = planned.act == CudaLtAct::drelu || planned.act == CudaLtAct::drelu_bgrad;
-        if (reads && !mask_written[static_cast<size_t>(planned.mask)]) req.act = CudaLtAct::none;
+        req.mask_ld = cprog_.relu_masks[static_cast<size_t>(planned.mask)].ld;
       }
       if (req.act == CudaLtAct::drelu_bgrad) req.bgrad = static_cast<float*>(buf(s.gemm.col_sums));
       auto plan = std::make_unique<GemmPlan>(ctx_->lt, s.gemm, ctx_->gemm, req);
       if (plan->act() == CudaLtAct::relu_aux) mask_written[static_cast<size_t>(planned.mask)] = true;
+      taken[i] = plan->act();
       if (ctx_->log_epilogues) log_gemm(i, planned.act, *plan);
       gemms_.push_back(std::move(plan));
     }
+    stream_ops_ = codegen::cuda_launch_sequence(prog_, cprog_, taken);
+    launched_.assign(cprog_.kernels.size(), false);
+    for (const codegen::CudaStreamOp& op : stream_ops_)
+      if (op.kind == codegen::CudaStreamOp::Kind::kernel) launched_[static_cast<size_t>(op.index)] = true;
   }
 
   void log_gemm(size_t step, codegen::CudaLtAct planned, const GemmPlan& plan) const {
@@ -559,21 +551,18 @@ class CudaExecutable final : public Executable, public ResidentTrainer, public K
                                          dim3(256), args, 0, s));
       }
     }
-    for (size_t i = 0; i < prog_.steps.size(); ++i) {
-      const codegen::Step& st = prog_.steps[i];
-      int ki = cprog_.step_kernel[i];
-      if (st.kind == codegen::Step::Kind::kernel) {
-        launch_kernel(static_cast<size_t>(ki));
+    // Kernels and GEMMs in program order; a GEMM's epilogue and column-sum kernels only where
+    // its cuBLASLt epilogue does not do their work (codegen::cuda_launch_sequence).
+    for (const codegen::CudaStreamOp& op : stream_ops_) {
+      if (op.kind == codegen::CudaStreamOp::Kind::kernel) {
+        launch_kernel(static_cast<size_t>(op.index));
         continue;
       }
-      const codegen::GemmCall& g = st.gemm;
-      if (ki >= 0) launch_kernel(static_cast<size_t>(ki));  // bias fill
+      const codegen::GemmCall& g = prog_.steps[static_cast<size_t>(op.index)].gemm;
       const float* bias = g.bias >= 0 ? static_cast<const float*>(buf(g.bias)) : nullptr;
-      gemms_[i]->run(s, static_cast<const float*>(buf(g.a)), static_cast<const float*>(buf(g.b)), bias,
-                     static_cast<float*>(buf(g.c)), dev(workspace_offset_));
-      // The generated kernels run where cuBLASLt's epilogue does not do their work.
-      for (int k : {cprog_.step_epilogue[i], cprog_.step_col_sums[i]})  // map over C, bias gradient
-        if (k >= 0 && launched(static_cast<size_t>(k))) launch_kernel(static_cast<size_t>(k));
+      gemms_[static_cast<size_t>(op.index)]->run(s, static_cast<const float*>(buf(g.a)),
+                                                 static_cast<const float*>(buf(g.b)), bias,
+                                                 static_cast<float*>(buf(g.c)), dev(workspace_offset_));
     }
     auto bytes = [&](int b) { return static_cast<size_t>(prog_.buffers[static_cast<size_t>(b)].numel()) * 4; };
     for (size_t u = 0; u < prog_.updates.size(); ++u) {
@@ -630,6 +619,8 @@ class CudaExecutable final : public Executable, public ResidentTrainer, public K
   std::vector<cudaKernel_t> kernels_;
   cudaKernel_t gather_ = nullptr, record_ = nullptr;
   std::vector<std::unique_ptr<GemmPlan>> gemms_;
+  std::vector<codegen::CudaStreamOp> stream_ops_;  // what enqueue launches, in order
+  std::vector<bool> launched_;                     // per kernel: in stream_ops_
   char* arena_ = nullptr;
   size_t arena_bytes_ = 0;
   std::vector<size_t> offset_, mask_offset_;

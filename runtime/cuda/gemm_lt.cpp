@@ -39,27 +39,13 @@ cublasLtEpilogue_t epilogue_of(CudaLtAct act, bool bias) {
   return CUBLASLT_EPILOGUE_DEFAULT;
 }
 
-// What to try after `act` when cuBLASLt has no algorithm for it.
-std::vector<CudaLtAct> with_fallbacks(CudaLtAct act) {
-  switch (act) {
-    case CudaLtAct::relu_aux:
-      return {CudaLtAct::relu_aux, CudaLtAct::relu, CudaLtAct::none};
-    case CudaLtAct::drelu_bgrad:
-      return {CudaLtAct::drelu_bgrad, CudaLtAct::drelu, CudaLtAct::none};
-    case CudaLtAct::none:
-      return {CudaLtAct::none};
-    default:
-      return {act, CudaLtAct::none};
-  }
-}
-
 }  // namespace
 
 GemmPlan::GemmPlan(cublasLtHandle_t lt, const codegen::GemmCall& g, const GemmOptions& options,
                    const GemmActRequest& act)
     : lt_(lt), g_(g), p_(codegen::lt_problem(g)) {
   epilogue_bias_ = p_.bias_epilogue;
-  for (CudaLtAct a : with_fallbacks(options.activation_epilogues ? act.act : CudaLtAct::none)) {
+  for (CudaLtAct a : codegen::cuda_act_fallbacks(options.activation_epilogues ? act.act : CudaLtAct::none)) {
     if (build(a, act, options)) {
       act_ = a;
       return;

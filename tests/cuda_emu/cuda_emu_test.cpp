@@ -7,7 +7,9 @@
 #include <fmt/format.h>
 
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <random>
+#include <set>
 
 #include "codegen/lower.h"
 #include "cpu_test_util.h"
@@ -22,16 +24,26 @@ namespace {
 // rounding, not bits.
 constexpr double kTol = 2e-5;
 
-test::EmuProgram emu(const ir::Module& m, const std::string& graph, int64_t batch) {
+using codegen::CudaLtAct;
+using Refused = std::set<CudaLtAct>;
+// The emulated cuBLASLt has every activation epilogue, or none (as DNNC_CUBLASLT_EPILOGUES=off).
+const Refused kAll{};
+const Refused kNone{CudaLtAct::relu, CudaLtAct::relu_aux, CudaLtAct::drelu, CudaLtAct::drelu_bgrad};
+
+test::EmuProgram emu(const ir::Module& m, const std::string& graph, int64_t batch, const Refused& refused = kAll) {
   return test::EmuProgram(codegen::lower_graph(m, *m.graph(graph), batch, codegen::cuda_lower_options()),
-                          DNNC_EMU_CACHE_DIR);
+                          DNNC_EMU_CACHE_DIR, refused);
 }
 
-void check_model(const std::string& path, int64_t batch, int steps = 2) {
+int count(const std::vector<CudaLtAct>& taken, CudaLtAct a) {
+  return static_cast<int>(std::count(taken.begin(), taken.end(), a));
+}
+
+void check_model(const std::string& path, int64_t batch, int steps = 2, const Refused& refused = kAll) {
   ir::Module m = test::pipeline_model(path);
   runtime::reference::ParamStore ref = runtime::reference::init_params(m, 11);
   runtime::reference::ParamStore dev = ref;
-  test::EmuProgram train = emu(m, "train_step", batch);
+  test::EmuProgram train = emu(m, "train_step", batch, refused);
   std::mt19937 rng(5);
   const ir::Graph& g = *m.graph("train_step");
   for (int step = 1; step <= steps; ++step) {
@@ -47,7 +59,7 @@ void check_model(const std::string& path, int64_t batch, int steps = 2) {
       test::check_close(*d, t, fmt::format("{} step {} param {}", m.name, step, name), kTol);
     }
   }
-  test::EmuProgram infer = emu(m, "infer", batch);
+  test::EmuProgram infer = emu(m, "infer", batch, refused);
   const ir::Graph& ig = *m.graph("infer");
   auto inputs = test::random_inputs(ig, batch, rng);
   auto want = runtime::reference::run_reference(m, ig, inputs, ref);
@@ -73,6 +85,32 @@ TEST_CASE("emulated cuda equals reference: GEMM epilogues and column sums", "[cu
 }
 TEST_CASE("emulated cuda equals reference: fused conv/pool kernels on awkward shapes", "[cuda_emu]") {
   check_model("tests/cpu/models/conv_pool_shapes.dnn", 3);
+}
+
+// The activation epilogues and every fallback the backend can end up with: all taken (RELU_AUX
+// masks read by DRELU_BGRAD), none (the generated kernels), no BGRAD (DRELU + the column-sum
+// kernel), no RELU_AUX (plain RELU, and the DRELU that would read its mask falls back to the
+// kernels), relu only.
+TEST_CASE("emulated cuda equals reference with each set of cuBLASLt epilogues", "[cuda_emu][epilogue]") {
+  ir::Module m = test::pipeline_model("models/mnist_mlp.dnn");
+  struct Case {
+    const char* what;
+    Refused refused;
+    int relu_aux, relu, drelu_bgrad, drelu;
+  };
+  for (const Case& c : {Case{"all", kAll, 2, 0, 2, 0}, Case{"none", kNone, 0, 0, 0, 0},
+                        Case{"no bgrad", {CudaLtAct::drelu_bgrad}, 2, 0, 0, 2},
+                        Case{"no aux", {CudaLtAct::relu_aux}, 0, 2, 0, 0},
+                        Case{"relu only", {CudaLtAct::relu_aux, CudaLtAct::drelu, CudaLtAct::drelu_bgrad}, 0, 2, 0, 0}}) {
+    INFO("cuBLASLt epilogues: " << c.what);
+    test::EmuProgram e = emu(m, "train_step", 4, c.refused);
+    CHECK(count(e.taken(), CudaLtAct::relu_aux) == c.relu_aux);
+    CHECK(count(e.taken(), CudaLtAct::relu) == c.relu);
+    CHECK(count(e.taken(), CudaLtAct::drelu_bgrad) == c.drelu_bgrad);
+    CHECK(count(e.taken(), CudaLtAct::drelu) == c.drelu);
+    check_model("models/mnist_mlp.dnn", 4, 2, c.refused);
+    check_model("tests/cpu/models/mlp_acts.dnn", 3, 2, c.refused);
+  }
 }
 
 TEST_CASE("emulated cuda ops: every op equals the reference", "[cuda_emu]") {

@@ -72,8 +72,23 @@ std::string compile_for_emulator(const std::string& source, const std::string& c
   return so;
 }
 
-EmuProgram::EmuProgram(codegen::Program p, const std::string& cache_dir) : p_(std::move(p)) {
+EmuProgram::EmuProgram(codegen::Program p, const std::string& cache_dir, const std::set<codegen::CudaLtAct>& refused)
+    : p_(std::move(p)) {
   cp_ = codegen::print_program_cuda(p_);
+  // The epilogues as the backend asks for them (plan_gemms), each refused one falling back.
+  taken_.assign(p_.steps.size(), codegen::CudaLtAct::none);
+  std::vector<bool> mask_written(cp_.relu_masks.size(), false);
+  for (size_t i = 0; i < p_.steps.size(); ++i) {
+    if (p_.steps[i].kind != codegen::Step::Kind::gemm) continue;
+    for (codegen::CudaLtAct a : codegen::cuda_act_fallbacks(codegen::cuda_act_request(cp_, i, mask_written)))
+      if (a == codegen::CudaLtAct::none || !refused.count(a)) {
+        taken_[i] = a;
+        break;
+      }
+    if (taken_[i] == codegen::CudaLtAct::relu_aux) mask_written[static_cast<size_t>(cp_.step_act[i].mask)] = true;
+  }
+  ops_ = codegen::cuda_launch_sequence(p_, cp_, taken_);
+  for (const codegen::CudaReluMask& m : cp_.relu_masks) masks_.emplace_back(static_cast<size_t>(m.bytes()), 0xA5);
   // One extern "C" wrapper per kernel: arguments as the cuda backend passes them (i64 scalars,
   // buffer pointers, int* dnnc_err, int dnnc_err_base), unpacked from a void* array.
   std::string wrappers;
@@ -133,9 +148,26 @@ void EmuProgram::launch(size_t kernel) {
 }
 
 // cuBLASLt's D = alpha·op(A)·op(B) + beta·C (+ bias per row of D), column-major, as
-// codegen::lt_problem describes the call; sums in double.
-void EmuProgram::gemm(const codegen::GemmCall& g) {
+// codegen::lt_problem describes the call, then the activation epilogue `act` (cublasLt.h):
+// RELU[_AUX][_BIAS]: D = max(D, 0), the AUX bit (row i, column j at bit i + j·ld) set where
+// D > 0; DRELU: D where that bit is set, else 0; DRELU_BGRAD: also the bias gradient, the sum
+// over D's columns, into BIAS_POINTER (the GEMM's col_sums). Sums in double.
+void EmuProgram::gemm(size_t step, codegen::CudaLtAct act) {
+  using codegen::CudaLtAct;
+  const codegen::GemmCall& g = p_.steps.at(step).gemm;
   codegen::LtProblem lt = codegen::lt_problem(g);
+  const bool relu = act == CudaLtAct::relu || act == CudaLtAct::relu_aux;
+  const bool drelu = act == CudaLtAct::drelu || act == CudaLtAct::drelu_bgrad;
+  const codegen::CudaReluMask* mask = nullptr;
+  uint8_t* bits = nullptr;
+  if (act == CudaLtAct::relu_aux || drelu) {
+    const int m = cp_.step_act.at(step).mask;
+    mask = &cp_.relu_masks.at(static_cast<size_t>(m));
+    bits = masks_.at(static_cast<size_t>(m)).data();
+    if (mask->rows != lt.c.rows || mask->cols != lt.c.cols || lt.c.batch != 1 || lt.matmuls != 1)
+      throw std::runtime_error(fmt::format("step {}: the ReLU mask is {}x{}, D is {}x{}", step, mask->rows, mask->cols,
+                                           lt.c.rows, lt.c.cols));
+  }
   const float* A = reinterpret_cast<const float*>(buf(g.b));  // cuBLASLt's A is our B
   const float* B = reinterpret_cast<const float*>(buf(g.a));
   float* C = reinterpret_cast<float*>(buf(g.c));
@@ -155,8 +187,27 @@ void EmuProgram::gemm(const codegen::GemmCall& g) {
                  (lt.trans_b ? b[j + q * lt.b.ld] : b[q + j * lt.b.ld]);
           float& d = c[i + j * lt.c.ld];
           float v = static_cast<float>(lt.alpha * s) + (beta != 0 ? beta * d : 0.0f);
-          d = bias ? v + bias[i] : v;
+          if (bias && !drelu) v += bias[i];
+          const int64_t bit = i + j * (mask ? mask->ld : 0);
+          if (relu) {
+            if (act == CudaLtAct::relu_aux) {
+              uint8_t& byte = bits[bit / 8];
+              byte = static_cast<uint8_t>(v > 0 ? byte | (1u << (bit % 8)) : byte & ~(1u << (bit % 8)));
+            }
+            v = v > 0 ? v : 0.0f;
+          } else if (drelu && !(bits[bit / 8] & (1u << (bit % 8)))) {
+            v = 0.0f;
+          }
+          d = v;
         }
+    }
+  }
+  if (act == CudaLtAct::drelu_bgrad) {
+    float* sums = reinterpret_cast<float*>(buf(g.col_sums));
+    for (int64_t i = 0; i < lt.c.rows; ++i) {
+      double s = 0;
+      for (int64_t j = 0; j < lt.c.cols; ++j) s += C[i + j * lt.c.ld];
+      sums[i] = static_cast<float>(s);
     }
   }
 }
@@ -180,16 +231,11 @@ std::vector<runtime::Tensor> EmuProgram::run(const std::map<std::string, runtime
     std::memcpy(buf(static_cast<int>(i)), t->data(), t->nbytes());
   }
   err_ = 0;
-  for (size_t i = 0; i < p_.steps.size(); ++i) {
-    const codegen::Step& s = p_.steps[i];
-    if (s.kind == codegen::Step::Kind::kernel) {
-      launch(static_cast<size_t>(cp_.step_kernel[i]));
-      continue;
-    }
-    if (cp_.step_kernel[i] >= 0) launch(static_cast<size_t>(cp_.step_kernel[i]));  // bias fill
-    if (err_ == 0) gemm(s.gemm);  // (a GEMM does not look at the error flag; its inputs may be garbage then)
-    for (int k : {cp_.step_epilogue[i], cp_.step_col_sums[i]})
-      if (k >= 0) launch(static_cast<size_t>(k));
+  for (const codegen::CudaStreamOp& op : ops_) {
+    if (op.kind == codegen::CudaStreamOp::Kind::kernel)
+      launch(static_cast<size_t>(op.index));
+    else if (err_ == 0)  // (a GEMM does not look at the error flag; after a failure its inputs may be garbage)
+      gemm(static_cast<size_t>(op.index), op.act);
   }
   if (err_ != 0) {
     std::vector<std::string> errors = codegen::program_errors(p_);

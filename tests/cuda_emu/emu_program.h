@@ -2,11 +2,14 @@
 // printer's kernels in launch order, GEMMs as cuBLASLt computes them, then the param updates),
 // with the device emulated on the CPU: the generated CUDA C is compiled with the system C++
 // compiler against cuda_emu.h and its kernels run as fibers. GEMMs run as cuBLASLt's
-// column-major matmul of codegen::lt_problem, plain (no activation epilogue: the generated
-// epilogue and column-sum kernels run, as where cuBLASLt has none).
+// column-major matmul of codegen::lt_problem, with the activation epilogues as cuBLASLt
+// documents them (RELU_AUX writes a bit mask that DRELU reads; DRELU_BGRAD sums D's columns
+// into the bias gradient). Which epilogues the emulated cuBLASLt "has" is the caller's choice,
+// and the launch sequence is the backend's own (codegen::cuda_launch_sequence).
 #pragma once
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -21,7 +24,9 @@ class EmuProgram {
  public:
   /// Prints `p` as CUDA C and compiles it for the emulator (cached under `cache_dir` by source).
   /// Throws std::runtime_error with the compiler's output if it does not compile.
-  EmuProgram(codegen::Program p, const std::string& cache_dir);
+  /// `refused`: the activation epilogues the emulated cuBLASLt has no algorithm for (all but
+  /// none: as DNNC_CUBLASLT_EPILOGUES=off).
+  EmuProgram(codegen::Program p, const std::string& cache_dir, const std::set<codegen::CudaLtAct>& refused = {});
   ~EmuProgram();
   EmuProgram(const EmuProgram&) = delete;
   EmuProgram& operator=(const EmuProgram&) = delete;
@@ -33,10 +38,12 @@ class EmuProgram {
                                    runtime::reference::ParamStore& params);
 
   const codegen::CudaProgram& cuda() const { return cp_; }
+  /// The activation epilogue the emulated cuBLASLt runs for each step (none for kernel steps).
+  const std::vector<codegen::CudaLtAct>& taken() const { return taken_; }
 
  private:
   void launch(size_t kernel);
-  void gemm(const codegen::GemmCall& g);
+  void gemm(size_t step, codegen::CudaLtAct act);
   char* buf(int b);
 
   codegen::Program p_;
@@ -46,6 +53,9 @@ class EmuProgram {
   LaunchFn launch_ = nullptr;
   std::vector<void (*)(void**)> calls_;
   std::vector<std::unique_ptr<char, void (*)(void*)>> storage_;  // per root buffer, 256-byte aligned
+  std::vector<std::vector<uint8_t>> masks_;                       // per CudaReluMask
+  std::vector<codegen::CudaLtAct> taken_;
+  std::vector<codegen::CudaStreamOp> ops_;
   int err_ = 0;
 };
 
