@@ -1,6 +1,8 @@
 // See cuda_gemm.h.
 #include "codegen/cuda_gemm.h"
 
+#include <initializer_list>
+
 #include "codegen/cuda_printer.h"
 
 namespace dnnc::codegen {
@@ -23,6 +25,15 @@ LtProblem lt_problem(const GemmCall& g) {
   p.a = g.trans_b ? LtMatrix{g.k, g.n, g.ldb, batch, g.stride_b} : LtMatrix{g.n, g.k, g.ldb, batch, g.stride_b};
   p.b = g.trans_a ? LtMatrix{g.m, g.k, g.lda, batch, g.stride_a} : LtMatrix{g.k, g.m, g.lda, batch, g.stride_a};
   p.c = LtMatrix{g.n, g.m, g.ldc, batch, g.stride_c};
+  auto align = [](std::initializer_list<int64_t> floats_apart) {
+    int a = 256;
+    for (int64_t f : floats_apart)
+      while (f != 0 && (4 * f) % a != 0) a /= 2;
+    return a;
+  };
+  p.a_align = align({p.a_step, batch > 1 ? p.a.stride : 0});
+  p.b_align = align({p.b_step, batch > 1 ? p.b.stride : 0});
+  p.c_align = align({batch > 1 ? p.c.stride : 0});
   return p;
 }
 

@@ -27,6 +27,11 @@ struct LtProblem {
   int64_t matmuls = 1;
   int64_t a_step = 0, b_step = 0;
   float alpha = 1.0f, beta_first = 0.0f;
+  /// The alignment cuBLASLt may assume of each operand's pointer, in bytes (its preference
+  /// MIN_ALIGNMENT_*, default 256): buffers start 256-byte aligned, but the later matmuls of a
+  /// summed batch and the later matrices of a strided batch start `step`/`stride` floats on,
+  /// so this is the largest power of two, at most 256, dividing every such offset.
+  int a_align = 256, b_align = 256, c_align = 256;
   /// The GEMM's per-column bias is cuBLASLt's BIAS epilogue (cuda_gemm_bias_epilogue); else a
   /// generated kernel wrote any bias into C first and beta_first is 1.
   bool bias_epilogue = false;

@@ -283,16 +283,23 @@ void add_terms(const Expr& e, std::vector<Expr>& terms, bool& ok, const std::str
   terms.push_back(e);
 }
 
-// True if `index` is injective in loop variable v for fixed other variables as written by the
-// lowering: a sum in which exactly one term mentions v, and that term is v or v * constant.
-bool affine_in(const Expr& index, const std::string& v) {
+// True if `index` is injective in loop variable v as written by the lowering: a sum in which
+// exactly one term mentions v, that term is v or v * constant, and no other term mentions a
+// variable in `varying` (those declared inside the loop's body: inner loop variables and
+// locals, which change from one iteration of v to the next, so that v + w with an inner w
+// would let two iterations store to one element).
+bool affine_in(const Expr& index, const std::string& v, const std::set<std::string>& varying) {
   std::vector<Expr> terms;
   bool ok = true;
   add_terms(index, terms, ok, v);
   if (!ok) return false;
   int found = 0;
   for (const Expr& t : terms) {
-    if (!mentions(t, v)) continue;
+    if (!mentions(t, v)) {
+      for (const std::string& w : varying)
+        if (mentions(t, w)) return false;
+      continue;
+    }
     ++found;
     if (t->kind == ExprKind::var) continue;
     int64_t c = 0;
@@ -314,7 +321,7 @@ bool distributable(const StmtNode& loop, const std::set<int>& written) {
   for (const std::string& a : fx.assigned)
     if (!fx.declared.count(a)) return false;
   for (const StmtNode* s : fx.stores)
-    if (!affine_in(s->index, loop.var)) return false;
+    if (!affine_in(s->index, loop.var, fx.declared)) return false;
   for (const ExprNode* l : fx.loads) {
     if (!written.count(l->param)) continue;
     bool own = false;
@@ -969,7 +976,11 @@ CudaProgram print_program_cuda(const Program& p) {
         cp.source += "\n" + kp.print(s.comment, ep);
         if (ep.mapping != CudaMapping::block)
           ep.launch.grid = std::clamp<int64_t>((g.batch * g.m * g.n + kCudaBlock - 1) / kCudaBlock, 1, kCudaMaxGrid);
-        error_base += static_cast<int>(k.errors.size());
+        // program_errors numbers the errors of kernel steps only (as the C++ printer's dnnc_run
+        // does): an epilogue runs inside a GEMM's threads there and may not fail.
+        if (!k.errors.empty())
+          throw std::runtime_error(fmt::format("cuda printer: GEMM epilogue {} of step {} has checks that can fail",
+                                               k.name, i));
         cp.step_epilogue[i] = static_cast<int>(cp.kernels.size());
         cp.kernels.push_back(std::move(ep));
       }

@@ -130,17 +130,28 @@ class CudaExecutable final : public Executable, public ResidentTrainer, public K
       if (k.launch.shared_bytes > static_cast<int>(ctx_->max_shared_per_block))
         fail(fmt::format("kernel {} needs {} bytes of shared memory, the device allows {}", k.name,
                          k.launch.shared_bytes, ctx_->max_shared_per_block));
-    load_kernels();
-    plan_arena();
-    plan_gemms();
+    try {
+      load_kernels();
+      plan_arena();
+      plan_gemms();
+    } catch (...) {
+      release();  // (no destructor runs for a constructor that throws)
+      throw;
+    }
   }
 
-  ~CudaExecutable() override {
+  ~CudaExecutable() override { release(); }
+
+  void release() {
     if (graph_) cudaGraphExecDestroy(graph_);
     if (resident_graph_) cudaGraphExecDestroy(resident_graph_);
     for (void* p : dataset_) cudaFree(p);
     if (arena_) cudaFree(arena_);
     if (lib_) cudaLibraryUnload(lib_);
+    graph_ = resident_graph_ = nullptr;
+    dataset_.clear();
+    arena_ = nullptr;
+    lib_ = nullptr;
   }
 
   std::vector<Tensor> run(const std::map<std::string, Tensor>& inputs) override {
@@ -160,7 +171,8 @@ class CudaExecutable final : public Executable, public ResidentTrainer, public K
     int err = 0;
     DNNC_CUDA_CHECK(cudaMemcpyAsync(&err, dev(err_offset_), sizeof(int), cudaMemcpyDeviceToHost, s));
     std::vector<Tensor> outputs;
-    for (int b : prog_.outputs) outputs.push_back(download(root(b), prog_.buffers[static_cast<size_t>(b)]));
+    for (int b : prog_.outputs)
+      outputs.push_back(download(offset_[static_cast<size_t>(root(b))], prog_.buffers[static_cast<size_t>(b)]));
     std::vector<Tensor> updated;
     for (size_t i = 0; i < prog_.updates.size(); ++i)
       updated.push_back(download(update_home_[i], prog_.buffers[static_cast<size_t>(prog_.updates[i].second)]));
@@ -277,7 +289,9 @@ class CudaExecutable final : public Executable, public ResidentTrainer, public K
       void* p = nullptr;
       DNNC_CUDA_CHECK(cudaMalloc(&p, t.nbytes()));
       dataset_.push_back(p);
-      DNNC_CUDA_CHECK(cudaMemcpy(p, t.data(), t.nbytes(), cudaMemcpyHostToDevice));
+      // On the work stream, which does not wait for the legacy default stream (non-blocking);
+      // from pageable memory the call returns once `t` has been staged.
+      DNNC_CUDA_CHECK(cudaMemcpyAsync(p, t.data(), t.nbytes(), cudaMemcpyHostToDevice, ctx_->stream));
     }
   }
 
@@ -294,6 +308,9 @@ class CudaExecutable final : public Executable, public ResidentTrainer, public K
     DNNC_CUDA_CHECK(
         cudaMemcpyAsync(dev(order_offset_), order.data(), order.size() * sizeof(int64_t), cudaMemcpyHostToDevice, s));
     DNNC_CUDA_CHECK(cudaMemsetAsync(dev(counter_offset_), 0, sizeof(int64_t), s));
+    // Once per call: the resident graph does not clear the error flag, so a failure in any
+    // step of a chunk is still there when the host reads it.
+    DNNC_CUDA_CHECK(cudaMemsetAsync(dev(err_offset_), 0, sizeof(int), s));
     upload_params();
     if (!resident_graph_) resident_graph_ = capture(true);
     std::vector<float> losses;
@@ -439,7 +456,7 @@ class CudaExecutable final : public Executable, public ResidentTrainer, public K
     arena_bytes_ = off;
     DNNC_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&arena_), arena_bytes_ + max_order_bytes()));
     order_offset_ = arena_bytes_;
-    DNNC_CUDA_CHECK(cudaMemset(arena_, 0, arena_bytes_));
+    DNNC_CUDA_CHECK(cudaMemsetAsync(arena_, 0, arena_bytes_, ctx_->stream));
   }
 
   // A cuBLASLt plan per GEMM step, in program order, with the activation epilogue the printer
@@ -595,7 +612,8 @@ class CudaExecutable final : public Executable, public ResidentTrainer, public K
     cudaGraph_t graph = nullptr;
     DNNC_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
     try {
-      DNNC_CUDA_CHECK(cudaMemsetAsync(dev(err_offset_), 0, sizeof(int), s));
+      // `run` clears the error flag in its graph; the resident graph leaves it to `train`.
+      if (!resident) DNNC_CUDA_CHECK(cudaMemsetAsync(dev(err_offset_), 0, sizeof(int), s));
       enqueue(resident);
     } catch (...) {
       cudaStreamEndCapture(s, &graph);

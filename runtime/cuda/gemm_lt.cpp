@@ -1,6 +1,8 @@
 // cuBLASLt matmul plans for codegen::GemmCall (gemm_lt.h).
 #include "runtime/cuda/gemm_lt.h"
 
+#include <utility>
+
 #include "runtime/cuda/cuda_check.h"
 
 namespace dnnc::runtime::cuda {
@@ -45,12 +47,17 @@ GemmPlan::GemmPlan(cublasLtHandle_t lt, const codegen::GemmCall& g, const GemmOp
                    const GemmActRequest& act)
     : lt_(lt), g_(g), p_(codegen::lt_problem(g)) {
   epilogue_bias_ = p_.bias_epilogue;
-  for (CudaLtAct a : codegen::cuda_act_fallbacks(options.activation_epilogues ? act.act : CudaLtAct::none)) {
-    if (build(a, act, options)) {
-      act_ = a;
-      return;
+  try {
+    for (CudaLtAct a : codegen::cuda_act_fallbacks(options.activation_epilogues ? act.act : CudaLtAct::none)) {
+      if (build(a, act, options)) {
+        act_ = a;
+        return;
+      }
+      refused_.push_back(a);
     }
-    refused_.push_back(a);
+  } catch (...) {
+    destroy();  // (no destructor runs for a constructor that throws)
+    throw;
   }
 }
 
@@ -95,12 +102,20 @@ bool GemmPlan::build(CudaLtAct act, const GemmActRequest& req, const GemmOptions
   int found = 0;
   cublasStatus_t st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                                            &options.workspace_bytes, sizeof(options.workspace_bytes));
+  // Pointers of later summed or batched problems may be less than 256-byte aligned.
+  for (auto [attr, bytes] : {std::pair{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, p_.a_align},
+                             std::pair{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, p_.b_align},
+                             std::pair{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, p_.c_align},
+                             std::pair{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, p_.c_align}}) {
+    uint32_t v = static_cast<uint32_t>(bytes);
+    if (st == CUBLAS_STATUS_SUCCESS) st = cublasLtMatmulPreferenceSetAttribute(pref, attr, &v, sizeof(v));
+  }
   if (st == CUBLAS_STATUS_SUCCESS)
     st = cublasLtMatmulAlgoGetHeuristic(lt_, desc_, la_, lb_, lc_, lc_, pref, 1, &result, &found);
   cublasLtMatmulPreferenceDestroy(pref);
   DNNC_LT_TRY(st);
 #undef DNNC_LT_TRY
-  if (found < 1) {
+  if (found < 1 || result.state != CUBLAS_STATUS_SUCCESS) {
     if (optional) {
       destroy();
       return false;

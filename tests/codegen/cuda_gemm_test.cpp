@@ -161,4 +161,18 @@ TEST_CASE("a transposed, batched and a summed GEMM map to the cuBLASLt layouts b
   CHECK(q.a_step == 63);  // cuBLASLt's A is our B
   CHECK(q.b_step == 18);
   CHECK(q.c.batch == 1);
+  // 63 floats = 252 bytes apart: cuBLASLt may assume only 4-byte alignment of its A; 18 floats
+  // = 72 bytes: 8 for its B; C is one matrix at a 256-byte aligned buffer.
+  CHECK(q.a_align == 4);
+  CHECK(q.b_align == 8);
+  CHECK(q.c_align == 256);
+  CHECK(p.a_align == 256);
+  // A strided batch of 3 matrices 64 floats apart, sharing one B (stride 0).
+  GemmCall b3;
+  b3.m = 4, b3.n = 4, b3.k = 4, b3.lda = 4, b3.ldb = 4, b3.ldc = 4;
+  b3.batch = 3, b3.stride_a = 64, b3.stride_b = 0, b3.stride_c = 16;
+  LtProblem r = lt_problem(b3);
+  CHECK(r.b_align == 256);  // our A: 256 bytes apart
+  CHECK(r.a_align == 256);  // our B: the same matrix
+  CHECK(r.c_align == 64);
 }

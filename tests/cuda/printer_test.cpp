@@ -193,6 +193,28 @@ TEST_CASE("a strided loop around a unit-stride loop spreads the inner one (coale
   CHECK(cp.source.find("for (i64 ow = 0 + dnnc_lane; ow < 30; ow += 32)") != std::string::npos);
 }
 
+// col2im: y[b, ow + kj] += x[b, kj, ow]. For a fixed ow two values of kj store to different
+// elements, but lane kj at ow = t and lane kj + 1 at ow = t - 1 add into the same one: kj must
+// not be spread over the lanes (a lost update), the inner ow loop may.
+TEST_CASE("a loop is not spread over threads when an inner loop's variable lets two of its iterations meet",
+          "[cuda][printer]") {
+  KernelBuilder kb("k0_col2im");
+  int x = kb.param("x", ScalarType::f32, false, 4 * 5 * 10);
+  int y = kb.param("y", ScalarType::f32, true, 4 * 14);
+  kb.loop("b", 4, true, [&](Expr b) {
+    kb.loop("kj", 5, false, [&](Expr kj) {
+      kb.loop("ow", 10, false, [&](Expr ow) {
+        Expr i = b * 14 + ow + kj;
+        kb.store(y, i, kb.load(y, i) + kb.load(x, b * 50 + kj * 10 + ow));
+      });
+    });
+  });
+  CudaProgram cp = print_program_cuda(one_kernel_program(kb.finish()));
+  INFO(cp.source);
+  CHECK(cp.source.find("kj = 0 + dnnc_lane") == std::string::npos);
+  CHECK(cp.source.find("ow = 0 + dnnc_lane") != std::string::npos);
+}
+
 TEST_CASE("an in-place update is vectorized when each element is read before it is written", "[cuda][printer]") {
   KernelBuilder kb("k0_axpy");
   int w = kb.param("w", ScalarType::f32, true, 1024);
