@@ -623,6 +623,18 @@ class KernelPrinter {
     out += pad + "}\n";
   }
 
+  // A spread loop that stores to a buffer the kernel reads: lanes that run ahead would
+  // overwrite elements other lanes (lane 0 above all, making the team's stores) have not read
+  // yet, e.g. scratch reused by each iteration of an enclosing loop. A barrier first, unless
+  // one was just printed.
+  void sync_before_overwrite(std::string& out, const std::string& pad, const Team& team, const StmtNode& loop) {
+    bool overwrites = false;
+    for (const StmtNode* st : effects(loop.body).stores) overwrites |= loaded_.count(st->param) > 0;
+    const std::string sync = team.sync + "\n";
+    const bool just_synced = out.size() >= sync.size() && out.compare(out.size() - sync.size(), sync.size(), sync) == 0;
+    if (overwrites && !just_synced) out += pad + team.sync + "  // earlier reads before the team overwrites\n";
+  }
+
   void sync_pending(std::string& out, const std::string& pad, const Team& team) {
     if (!pending_) return;
     out += pad + team.sync + "  // lane 0's stores before the team writes\n";
@@ -649,6 +661,7 @@ class KernelPrinter {
                               distributable(*s.body[0], written_) && unit_stride(*s.body[0]);
           if (!inner_better && distributable(s, written_)) {
             sync_pending(out, pad, team);
+            sync_before_overwrite(out, pad, team, s);
             out += fmt::format("{}for (i64 {} = {} + {}; {} < {}; {} += {}) {{\n", pad, s.var, expr(s.begin), team.lane,
                                s.var, expr(s.end), s.var, team.size);
             thread_block(out, s.body, indent + 1);

@@ -8,7 +8,9 @@
 // __shfl_xor_sync) when every live lane of the warp does. A barrier nobody can pass (a
 // __syncthreads inside divergent code, a shuffle with an exited lane, a warp split between the
 // two kinds of barrier) is reported as an error instead of hanging. Threads that exit early drop
-// out of barriers, as on current GPUs. Scheduling is deterministic (lowest thread first).
+// out of barriers, as on current GPUs. Scheduling is deterministic: lowest thread first, or
+// highest first (dnnc_emu_set_reverse), which exposes a missing barrier after a store by a low
+// thread (lane 0) that others read: run first, they read the old value.
 #pragma once
 #include <math.h>
 #include <stdint.h>
@@ -80,6 +82,7 @@ static void (*g_call)(void**) = nullptr;
 static void** g_args = nullptr;
 static u64 g_slots[kMaxBlock];  // shuffle exchange
 static std::string g_error;
+static bool g_reverse = false;
 
 static void fail(const std::string& what) {
   if (g_error.empty()) g_error = what;
@@ -122,6 +125,11 @@ static inline T __shfl_xor_sync(unsigned, T v, int lane_mask) {
   return r;
 }
 
+// Later launches run the threads of a block highest first (true) or lowest first (false).
+extern "C" __attribute__((visibility("default"))) void dnnc_emu_set_reverse(int reverse) {
+  dnnc_emu::g_reverse = reverse != 0;
+}
+
 // Runs `call(args)` as a kernel on a grid of `grid` blocks of `block` threads. Returns nullptr,
 // or what went wrong (a barrier nobody can pass). Kernel failures are the caller's error flag.
 extern "C" __attribute__((visibility("default"))) const char* dnnc_emu_launch(void (*call)(void**), void** args,
@@ -149,7 +157,8 @@ extern "C" __attribute__((visibility("default"))) const char* dnnc_emu_launch(vo
       f.state = State::ready;
     }
     for (;;) {
-      for (unsigned t = 0; t < block; ++t) {
+      for (unsigned u = 0; u < block; ++u) {
+        const unsigned t = g_reverse ? block - 1 - u : u;
         Fiber& f = g_fibers[t];
         if (f.state != State::ready) continue;
         g_current = &f;

@@ -30,20 +30,22 @@ using Refused = std::set<CudaLtAct>;
 const Refused kAll{};
 const Refused kNone{CudaLtAct::relu, CudaLtAct::relu_aux, CudaLtAct::drelu, CudaLtAct::drelu_bgrad};
 
-test::EmuProgram emu(const ir::Module& m, const std::string& graph, int64_t batch, const Refused& refused = kAll) {
+test::EmuProgram emu(const ir::Module& m, const std::string& graph, int64_t batch, const Refused& refused = kAll,
+                     bool reverse = false) {
   return test::EmuProgram(codegen::lower_graph(m, *m.graph(graph), batch, codegen::cuda_lower_options()),
-                          DNNC_EMU_CACHE_DIR, refused);
+                          DNNC_EMU_CACHE_DIR, refused, reverse);
 }
 
 int count(const std::vector<CudaLtAct>& taken, CudaLtAct a) {
   return static_cast<int>(std::count(taken.begin(), taken.end(), a));
 }
 
-void check_model(const std::string& path, int64_t batch, int steps = 2, const Refused& refused = kAll) {
+void check_model(const std::string& path, int64_t batch, int steps = 2, const Refused& refused = kAll,
+                 bool reverse = false) {
   ir::Module m = test::pipeline_model(path);
   runtime::reference::ParamStore ref = runtime::reference::init_params(m, 11);
   runtime::reference::ParamStore dev = ref;
-  test::EmuProgram train = emu(m, "train_step", batch, refused);
+  test::EmuProgram train = emu(m, "train_step", batch, refused, reverse);
   std::mt19937 rng(5);
   const ir::Graph& g = *m.graph("train_step");
   for (int step = 1; step <= steps; ++step) {
@@ -59,7 +61,7 @@ void check_model(const std::string& path, int64_t batch, int steps = 2, const Re
       test::check_close(*d, t, fmt::format("{} step {} param {}", m.name, step, name), kTol);
     }
   }
-  test::EmuProgram infer = emu(m, "infer", batch, refused);
+  test::EmuProgram infer = emu(m, "infer", batch, refused, reverse);
   const ir::Graph& ig = *m.graph("infer");
   auto inputs = test::random_inputs(ig, batch, rng);
   auto want = runtime::reference::run_reference(m, ig, inputs, ref);
@@ -69,22 +71,30 @@ void check_model(const std::string& path, int64_t batch, int steps = 2, const Re
     test::check_close(got[i], want[i], fmt::format("{} infer output {}", m.name, i), kTol);
 }
 
+// Each model with the threads of a block scheduled lowest first and highest first.
+void check_both_orders(const std::string& path, int64_t batch) {
+  for (bool reverse : {false, true}) {
+    INFO((reverse ? "highest thread first" : "lowest thread first"));
+    check_model(path, batch, 2, kAll, reverse);
+  }
+}
+
 }  // namespace
 
-TEST_CASE("emulated cuda equals reference: mnist_mlp", "[cuda_emu]") { check_model("models/mnist_mlp.dnn", 3); }
+TEST_CASE("emulated cuda equals reference: mnist_mlp", "[cuda_emu]") { check_both_orders("models/mnist_mlp.dnn", 3); }
 TEST_CASE("emulated cuda equals reference: mnist_mlp_adam", "[cuda_emu]") {
-  check_model("models/mnist_mlp_adam.dnn", 3);
+  check_both_orders("models/mnist_mlp_adam.dnn", 3);
 }
-TEST_CASE("emulated cuda equals reference: lenet5", "[cuda_emu]") { check_model("models/lenet5.dnn", 2); }
-TEST_CASE("emulated cuda equals reference: cifar_cnn", "[cuda_emu]") { check_model("models/cifar_cnn.dnn", 4); }
+TEST_CASE("emulated cuda equals reference: lenet5", "[cuda_emu]") { check_both_orders("models/lenet5.dnn", 2); }
+TEST_CASE("emulated cuda equals reference: cifar_cnn", "[cuda_emu]") { check_both_orders("models/cifar_cnn.dnn", 4); }
 TEST_CASE("emulated cuda equals reference: cifar_strided", "[cuda_emu]") {
-  check_model("models/cifar_strided.dnn", 3);
+  check_both_orders("models/cifar_strided.dnn", 3);
 }
 TEST_CASE("emulated cuda equals reference: GEMM epilogues and column sums", "[cuda_emu]") {
-  check_model("tests/cpu/models/mlp_acts.dnn", 5);
+  check_both_orders("tests/cpu/models/mlp_acts.dnn", 5);
 }
 TEST_CASE("emulated cuda equals reference: fused conv/pool kernels on awkward shapes", "[cuda_emu]") {
-  check_model("tests/cpu/models/conv_pool_shapes.dnn", 3);
+  check_both_orders("tests/cpu/models/conv_pool_shapes.dnn", 3);
 }
 
 // The activation epilogues and every fallback the backend can end up with: all taken (RELU_AUX
@@ -118,6 +128,7 @@ TEST_CASE("emulated cuda ops: every op equals the reference", "[cuda_emu]") {
   const ir::Graph& g = *ops.module.graph("ops");
   runtime::reference::ParamStore params;
   test::EmuProgram exe = emu(ops.module, "ops", 1);
+  test::EmuProgram reversed = emu(ops.module, "ops", 1, kAll, true);
   std::mt19937 rng(17);
   for (float step : {1.0f, 3.0f}) {
     auto inputs = test::random_op_inputs(g, rng, step);
@@ -126,6 +137,10 @@ TEST_CASE("emulated cuda ops: every op equals the reference", "[cuda_emu]") {
     REQUIRE(got.size() == want.size());
     for (size_t i = 0; i < got.size(); ++i)
       test::check_close(got[i], want[i], fmt::format("{} (step {})", g.value(g.outputs[i]).name, step), kTol);
+    auto got_r = reversed.run(inputs, params);
+    for (size_t i = 0; i < got_r.size(); ++i)
+      test::check_close(got_r[i], want[i], fmt::format("{} (step {}, highest thread first)", g.value(g.outputs[i]).name, step),
+                        kTol);
   }
 }
 

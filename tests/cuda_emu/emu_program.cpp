@@ -72,8 +72,9 @@ std::string compile_for_emulator(const std::string& source, const std::string& c
   return so;
 }
 
-EmuProgram::EmuProgram(codegen::Program p, const std::string& cache_dir, const std::set<codegen::CudaLtAct>& refused)
-    : p_(std::move(p)) {
+EmuProgram::EmuProgram(codegen::Program p, const std::string& cache_dir, const std::set<codegen::CudaLtAct>& refused,
+                       bool reverse)
+    : p_(std::move(p)), reverse_(reverse) {
   cp_ = codegen::print_program_cuda(p_);
   // The epilogues as the backend asks for them (plan_gemms), each refused one falling back.
   taken_.assign(p_.steps.size(), codegen::CudaLtAct::none);
@@ -108,7 +109,8 @@ EmuProgram::EmuProgram(codegen::Program p, const std::string& cache_dir, const s
   lib_ = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!lib_) throw std::runtime_error(fmt::format("dlopen {}: {}", so, dlerror()));
   launch_ = reinterpret_cast<LaunchFn>(dlsym(lib_, "dnnc_emu_launch"));
-  if (!launch_) throw std::runtime_error("the emulator library has no dnnc_emu_launch");
+  set_reverse_ = reinterpret_cast<void (*)(int)>(dlsym(lib_, "dnnc_emu_set_reverse"));
+  if (!launch_ || !set_reverse_) throw std::runtime_error("the emulator library has no dnnc_emu_launch");
   for (size_t i = 0; i < cp_.kernels.size(); ++i) {
     auto fn = reinterpret_cast<void (*)(void**)>(dlsym(lib_, fmt::format("dnnc_emu_call_{}", i).c_str()));
     if (!fn) throw std::runtime_error("the emulator library has no wrapper for " + cp_.kernels[i].name);
@@ -137,6 +139,7 @@ void EmuProgram::launch(size_t kernel) {
   std::vector<void*> values;
   for (int b : k.args) values.push_back(buf(b));
   int base = k.error_base;
+  set_reverse_(reverse_ ? 1 : 0);  // (the library is shared by every EmuProgram of one source)
   std::vector<void*> args;
   for (int64_t& s : scalars) args.push_back(&s);
   for (void*& v : values) args.push_back(v);

@@ -26,7 +26,9 @@ class EmuProgram {
   /// Throws std::runtime_error with the compiler's output if it does not compile.
   /// `refused`: the activation epilogues the emulated cuBLASLt has no algorithm for (all but
   /// none: as DNNC_CUBLASLT_EPILOGUES=off).
-  EmuProgram(codegen::Program p, const std::string& cache_dir, const std::set<codegen::CudaLtAct>& refused = {});
+  /// `reverse`: threads of a block run highest first (see cuda_emu.h).
+  EmuProgram(codegen::Program p, const std::string& cache_dir, const std::set<codegen::CudaLtAct>& refused = {},
+             bool reverse = false);
   ~EmuProgram();
   EmuProgram(const EmuProgram&) = delete;
   EmuProgram& operator=(const EmuProgram&) = delete;
@@ -51,6 +53,8 @@ class EmuProgram {
   void* lib_ = nullptr;
   using LaunchFn = const char* (*)(void (*)(void**), void**, unsigned, unsigned);
   LaunchFn launch_ = nullptr;
+  void (*set_reverse_)(int) = nullptr;
+  bool reverse_ = false;
   std::vector<void (*)(void**)> calls_;
   std::vector<std::unique_ptr<char, void (*)(void*)>> storage_;  // per root buffer, 256-byte aligned
   std::vector<std::vector<uint8_t>> masks_;                       // per CudaReluMask
