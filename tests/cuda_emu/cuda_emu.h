@@ -2,8 +2,9 @@
 // run in the test suite without a GPU (tests/codegen/cuda_emu_test.cpp). The generated source
 // is compiled as C++ with this header force-included (`c++ -include cuda_emu.h -x c++`).
 //
-// Every CUDA thread of a block is a fiber (ucontext) on one OS thread; blocks run one after
-// another. The scheduler runs each ready fiber until it exits or waits at a barrier:
+// Every CUDA thread of a block is a fiber on one OS thread; blocks run one after another. A
+// fiber is started once with makecontext/swapcontext and then switched with _setjmp/_longjmp
+// (no signal-mask system call per switch); it runs the kernel for block after block. The scheduler runs each ready fiber until it exits or waits at a barrier:
 // __syncthreads releases when every live thread of the block waits there, __syncwarp (and each
 // __shfl_xor_sync) when every live lane of the warp does. A barrier nobody can pass (a
 // __syncthreads inside divergent code, a shuffle with an exited lane, a warp split between the
@@ -17,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <setjmp.h>
 #include <ucontext.h>
 
 #include <string>
@@ -67,15 +69,18 @@ namespace dnnc_emu {
 enum class State { ready, block_barrier, warp_barrier, done };
 
 struct Fiber {
-  ucontext_t ctx;
+  ucontext_t boot;  // the first entry only
+  jmp_buf resume;   // where it waits
   State state = State::ready;
+  bool started = false;
   char* stack = nullptr;
 };
 
 constexpr size_t kStack = 256 * 1024;
 constexpr unsigned kMaxBlock = 1024;
 
-static ucontext_t g_sched;
+static jmp_buf g_sched;     // the scheduler, while a fiber runs
+static ucontext_t g_unused;  // swapcontext's save area for the scheduler (it comes back by _longjmp)
 static Fiber g_fibers[kMaxBlock];
 static Fiber* g_current = nullptr;
 static void (*g_call)(void**) = nullptr;
@@ -88,15 +93,38 @@ static void fail(const std::string& what) {
   if (g_error.empty()) g_error = what;
 }
 
+// Fiber -> scheduler.
+static void yield() {
+  if (!_setjmp(g_current->resume)) _longjmp(g_sched, 1);
+}
+
+// Runs the kernel for each block it is resumed for; never returns.
 static void fiber_main() {
-  g_call(g_args);
-  g_current->state = State::done;
-  // returns to g_sched through uc_link
+  for (;;) {
+    g_call(g_args);
+    g_current->state = State::done;
+    yield();
+  }
+}
+
+// Scheduler -> fiber `f`, until it waits or finishes the block.
+static void resume(Fiber& f) {
+  g_current = &f;
+  if (_setjmp(g_sched)) return;
+  if (f.started) _longjmp(f.resume, 1);
+  f.started = true;
+  if (!f.stack) f.stack = static_cast<char*>(malloc(kStack));
+  getcontext(&f.boot);
+  f.boot.uc_stack.ss_sp = f.stack;
+  f.boot.uc_stack.ss_size = kStack;
+  f.boot.uc_link = nullptr;
+  makecontext(&f.boot, fiber_main, 0);
+  swapcontext(&g_unused, &f.boot);
 }
 
 static void wait(State s) {
   g_current->state = s;
-  swapcontext(&g_current->ctx, &g_sched);
+  yield();
 }
 
 static std::string where() {
@@ -146,24 +174,14 @@ extern "C" __attribute__((visibility("default"))) const char* dnnc_emu_launch(vo
   blockDim.x = block;
   for (unsigned b = 0; b < grid && g_error.empty(); ++b) {
     blockIdx.x = b;
-    for (unsigned t = 0; t < block; ++t) {
-      Fiber& f = g_fibers[t];
-      if (!f.stack) f.stack = static_cast<char*>(malloc(kStack));
-      getcontext(&f.ctx);
-      f.ctx.uc_stack.ss_sp = f.stack;
-      f.ctx.uc_stack.ss_size = kStack;
-      f.ctx.uc_link = &g_sched;
-      makecontext(&f.ctx, fiber_main, 0);
-      f.state = State::ready;
-    }
+    for (unsigned t = 0; t < block; ++t) g_fibers[t].state = State::ready;
     for (;;) {
       for (unsigned u = 0; u < block; ++u) {
         const unsigned t = g_reverse ? block - 1 - u : u;
         Fiber& f = g_fibers[t];
         if (f.state != State::ready) continue;
-        g_current = &f;
         threadIdx.x = t;
-        swapcontext(&g_sched, &f.ctx);
+        resume(f);
       }
       // Every fiber now waits or is done. Release warps whose live lanes all wait at
       // __syncwarp; then the block if every live thread waits at __syncthreads.
@@ -195,7 +213,8 @@ extern "C" __attribute__((visibility("default"))) const char* dnnc_emu_launch(vo
         released = true;
       }
       if (!released || !g_error.empty()) {
-        // Nobody can go on: abandon the block (the fibers' stacks are reset at the next block).
+        // Nobody can go on: abandon the block; its fibers start afresh at the next launch.
+        for (unsigned t = 0; t < block; ++t) g_fibers[t].started = false;
         fail("block " + std::to_string(b) + " cannot pass a barrier: some threads wait at __syncthreads while others wait at __syncwarp or have exited");
         break;
       }
