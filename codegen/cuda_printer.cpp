@@ -320,8 +320,12 @@ bool distributable(const StmtNode& loop, const std::set<int>& written) {
   if (fx.has_fail) return false;
   for (const std::string& a : fx.assigned)
     if (!fx.declared.count(a)) return false;
-  for (const StmtNode* s : fx.stores)
+  for (const StmtNode* s : fx.stores) {
     if (!affine_in(s->index, loop.var, fx.declared)) return false;
+    // Two stores to one buffer at different indices (y[v], y[v + 1]) can meet across iterations.
+    for (const StmtNode* o : fx.stores)
+      if (o->param == s->param && !same_expr(o->index, s->index)) return false;
+  }
   for (const ExprNode* l : fx.loads) {
     if (!written.count(l->param)) continue;
     bool own = false;
@@ -630,9 +634,12 @@ class KernelPrinter {
   void sync_before_overwrite(std::string& out, const std::string& pad, const Team& team, const StmtNode& loop) {
     bool overwrites = false;
     for (const StmtNode* st : effects(loop.body).stores) overwrites |= loaded_.count(st->param) > 0;
+    if (overwrites && !just_synced(out, team)) out += pad + team.sync + "  // earlier reads before the team overwrites\n";
+  }
+
+  static bool just_synced(const std::string& out, const Team& team) {
     const std::string sync = team.sync + "\n";
-    const bool just_synced = out.size() >= sync.size() && out.compare(out.size() - sync.size(), sync.size(), sync) == 0;
-    if (overwrites && !just_synced) out += pad + team.sync + "  // earlier reads before the team overwrites\n";
+    return out.size() >= sync.size() && out.compare(out.size() - sync.size(), sync.size(), sync) == 0;
   }
 
   void sync_pending(std::string& out, const std::string& pad, const Team& team) {
@@ -672,6 +679,11 @@ class KernelPrinter {
           out += fmt::format("{}for (i64 {} = {}; {} < {}; ++{}) {{\n", pad, s.var, expr(s.begin), s.var, expr(s.end),
                              s.var);
           uniform_block(out, s.body, indent + 1, team);
+          // Lane 0's stores of this iteration before the next iteration's spread loops.
+          if (pending_) {
+            out += pad + "  " + team.sync + "\n";
+            pending_ = false;
+          }
           out += pad + "}\n";
           break;
         }
@@ -679,6 +691,9 @@ class KernelPrinter {
           // Lane 0 makes every such store, in program order, so it needs no barrier for its own
           // later reads; the others only see the buffer again through loads (barrier now) or
           // through a spread loop (barrier before it, see sync_pending).
+          // The team's reads of a buffer the kernel reads before lane 0 overwrites it.
+          if (loaded_.count(s.param) && !just_synced(out, team))
+            out += pad + team.sync + "  // the team's reads before lane 0 writes\n";
           out += fmt::format("{}if ({} == 0) {}\n", pad, team.lane, store_text(s));
           if (loaded_.count(s.param))
             out += pad + team.sync + "\n";
@@ -749,6 +764,10 @@ class KernelPrinter {
     if (!is_int_const(l.begin, &b) || b != 0 || !is_int_const(l.end, &e) || e < 4) return false;
     Effects fx = effects(l.body);
     if (fx.has_loop || fx.has_fail || fx.stores.empty()) return false;
+    // Every store at the top of the body: one under an `if` would leave its float4 lane unset.
+    size_t top_stores = 0;
+    for (const Stmt& st : l.body) top_stores += st->kind == StmtKind::store;
+    if (top_stores != fx.stores.size()) return false;
     std::set<int> stored;
     for (const StmtNode* s : fx.stores) {
       if (s->accumulate || s->index->kind != ExprKind::var || s->index->name != l.var) return false;
@@ -872,7 +891,7 @@ struct dnnc_op_min {
 // every lane the same bits).
 template <class T, class Op> __device__ __forceinline__ T dnnc_warp_allreduce(T v, Op op) {
   for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
-  return v;
+  return __shfl_sync(0xffffffffu, v, 0);  // lane 0's: max/min with a NaN is not commutative
 }
 
 // Every thread of the block gets op over the block's values; all threads read the per-warp

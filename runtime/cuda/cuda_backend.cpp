@@ -198,20 +198,9 @@ class CudaExecutable final : public Executable, public ResidentTrainer, public K
       t.mapping = codegen::cuda_mapping_name(ck.mapping);
       t.min_bytes = ck.min_bytes;
       t.launched = launched_[k];
-      cudaGraph_t graph = nullptr;
-      DNNC_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-      try {
+      cudaGraphExec_t exec = capture_graph([&] {
         for (int i = 0; i < launches; ++i) launch_kernel(k);
-      } catch (...) {
-        cudaStreamEndCapture(s, &graph);
-        if (graph) cudaGraphDestroy(graph);
-        throw;
-      }
-      DNNC_CUDA_CHECK(cudaStreamEndCapture(s, &graph));
-      cudaGraphExec_t exec = nullptr;
-      cudaError_t e = cudaGraphInstantiate(&exec, graph, 0);
-      cudaGraphDestroy(graph);
-      DNNC_CUDA_CHECK(e);
+      });
       std::vector<double> ms;
       int err = 0;
       for (int r = 0; r <= reps; ++r) {  // replay 0 warms up
@@ -609,12 +598,21 @@ class CudaExecutable final : public Executable, public ResidentTrainer, public K
 
   cudaGraphExec_t capture(bool resident) {
     cudaStream_t s = ctx_->stream;
-    cudaGraph_t graph = nullptr;
-    DNNC_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-    try {
+    return capture_graph([&] {
       // `run` clears the error flag in its graph; the resident graph leaves it to `train`.
       if (!resident) DNNC_CUDA_CHECK(cudaMemsetAsync(dev(err_offset_), 0, sizeof(int), s));
       enqueue(resident);
+    });
+  }
+
+  // What `enqueue_work` puts on the stream, captured and instantiated as one graph.
+  template <class F>
+  cudaGraphExec_t capture_graph(F&& enqueue_work) {
+    cudaStream_t s = ctx_->stream;
+    cudaGraph_t graph = nullptr;
+    DNNC_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    try {
+      enqueue_work();
     } catch (...) {
       cudaStreamEndCapture(s, &graph);
       if (graph) cudaGraphDestroy(graph);

@@ -215,6 +215,36 @@ TEST_CASE("a loop is not spread over threads when an inner loop's variable lets 
   CHECK(cp.source.find("ow = 0 + dnnc_lane") != std::string::npos);
 }
 
+TEST_CASE("a flat loop storing under a condition is not vectorized (its float4 would write unset lanes)",
+          "[cuda][printer]") {
+  KernelBuilder kb("k0_cond");
+  int x = kb.param("x", ScalarType::f32, false, 64);
+  int y = kb.param("y", ScalarType::f32, true, 64);
+  kb.loop("i", 64, true, [&](Expr i) {
+    Expr v = kb.load(x, i);
+    kb.if_(gt(v, f32c(0)), [&] { kb.store(y, i, v); });
+  });
+  CudaProgram cp = print_program_cuda(one_kernel_program(kb.finish()));
+  INFO(cp.source);
+  CHECK(only(cp).mapping == CudaMapping::grid_thread);
+}
+
+TEST_CASE("a loop storing one buffer at two indices is not spread (y[v + 1] of one iteration is y[v] of the next)",
+          "[cuda][printer]") {
+  KernelBuilder kb("k0_two");
+  int y = kb.param("y", ScalarType::f32, true, 65);
+  kb.loop("v", 64, false, [&](Expr v) {
+    Expr t = kb.let("t", kb.load(y, v));
+    kb.store(y, v, t + f32c(1));
+    kb.store(y, v + 1, t);
+  });
+  CudaProgram cp = print_program_cuda(one_kernel_program(kb.finish()));
+  INFO(cp.source);
+  CHECK(cp.source.find("v = 0 + dnnc_tid") == std::string::npos);
+  CHECK(cp.source.find("v = 0 + (i64)threadIdx.x") == std::string::npos);
+  CHECK(cp.source.find("v = 0 + dnnc_lane") == std::string::npos);
+}
+
 TEST_CASE("an in-place update is vectorized when each element is read before it is written", "[cuda][printer]") {
   KernelBuilder kb("k0_axpy");
   int w = kb.param("w", ScalarType::f32, true, 1024);

@@ -138,19 +138,35 @@ static std::string where() {
 static inline void __syncthreads() { dnnc_emu::wait(dnnc_emu::State::block_barrier); }
 static inline void __syncwarp(unsigned = 0xffffffffu) { dnnc_emu::wait(dnnc_emu::State::warp_barrier); }
 
+namespace dnnc_emu {
+
+// Every lane of the warp publishes `v`, then reads lane `other`'s (which must not have exited).
 template <class T>
-static inline T __shfl_xor_sync(unsigned, T v, int lane_mask) {
+static inline T shuffle(T v, unsigned other, const char* what) {
   static_assert(sizeof(T) <= 8, "shuffle of a value wider than 8 bytes");
-  const unsigned me = threadIdx.x, other = (me & ~31u) | ((me & 31u) ^ static_cast<unsigned>(lane_mask));
-  memcpy(&dnnc_emu::g_slots[me], &v, sizeof(T));
+  const unsigned me = threadIdx.x;
+  memcpy(&g_slots[me], &v, sizeof(T));
   __syncwarp();
-  if (other >= blockDim.x || dnnc_emu::g_fibers[other].state == dnnc_emu::State::done)
-    dnnc_emu::fail("__shfl_xor_sync at " + dnnc_emu::where() + " reads lane " + std::to_string(other) +
-                   ", which has exited or does not exist");
+  if (other >= blockDim.x || g_fibers[other].state == State::done)
+    fail(std::string(what) + " at " + where() + " reads lane " + std::to_string(other) +
+         ", which has exited or does not exist");
   T r;
-  memcpy(&r, &dnnc_emu::g_slots[other < blockDim.x ? other : me], sizeof(T));
+  memcpy(&r, &g_slots[other < blockDim.x ? other : me], sizeof(T));
   __syncwarp();  // nobody overwrites a slot before every lane has read its partner's
   return r;
+}
+
+}  // namespace dnnc_emu
+
+template <class T>
+static inline T __shfl_xor_sync(unsigned, T v, int lane_mask) {
+  const unsigned me = threadIdx.x;
+  return dnnc_emu::shuffle(v, (me & ~31u) | ((me & 31u) ^ static_cast<unsigned>(lane_mask)), "__shfl_xor_sync");
+}
+
+template <class T>
+static inline T __shfl_sync(unsigned, T v, int src_lane) {
+  return dnnc_emu::shuffle(v, (threadIdx.x & ~31u) | (static_cast<unsigned>(src_lane) & 31u), "__shfl_sync");
 }
 
 // Later launches run the threads of a block highest first (true) or lowest first (false).
