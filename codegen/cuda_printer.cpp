@@ -27,6 +27,22 @@ const char* cuda_mapping_name(CudaMapping m) {
   return "?";
 }
 
+const char* cuda_c_type(ScalarType t) {
+  switch (t) {
+    case ScalarType::boolean:
+      return "bool";
+    case ScalarType::i64:
+      return "i64";
+    case ScalarType::u64:
+      return "u64";
+    case ScalarType::f32:
+      return "float";
+    case ScalarType::f64:
+      return "double";
+  }
+  return "?";
+}
+
 std::string cuda_float_literal(float v) {
   if (std::isnan(v)) return "__int_as_float(0x7fffffff)";
   if (std::isinf(v)) return v > 0 ? "__int_as_float(0x7f800000)" : "__int_as_float(0xff800000)";
@@ -68,21 +84,6 @@ int epilogue_of(const G& g) {
                   kernel, what, value));
 }
 
-const char* c_type(ScalarType t) {
-  switch (t) {
-    case ScalarType::boolean:
-      return "bool";
-    case ScalarType::i64:
-      return "i64";
-    case ScalarType::u64:
-      return "u64";
-    case ScalarType::f32:
-      return "float";
-    case ScalarType::f64:
-      return "double";
-  }
-  return "?";
-}
 
 // ---- analysis over KernelIR ------------------------------------------------------------------
 
@@ -302,7 +303,7 @@ class KernelPrinter {
     out += fmt::format("extern \"C\" __global__ void {}(", k_.name);
     for (const std::string& ip : index_params_of(k_)) out += fmt::format("const i64 {}, ", ip);
     for (const KernelParam& p : k_.params)
-      out += fmt::format("{}{}* __restrict__ {}, ", p.written ? "" : "const ", c_type(p.type), p.name);
+      out += fmt::format("{}{}* __restrict__ {}, ", p.written ? "" : "const ", cuda_c_type(p.type), p.name);
     out += "int* __restrict__ dnnc_err, int dnnc_err_base) {\n";
     out += "  if (*(volatile int*)dnnc_err) return;  // an earlier kernel failed\n";
     if (uses_smem_) out += "  __shared__ u64 dnnc_smem[32];\n";
@@ -350,7 +351,7 @@ class KernelPrinter {
         return fmt::format("{}[{}]", k_.params.at(static_cast<size_t>(n.param)).name, arg(0));
       }
       case ExprKind::cast:
-        return fmt::format("(({}){})", c_type(n.type), arg(0));
+        return fmt::format("(({}){})", cuda_c_type(n.type), arg(0));
       case ExprKind::select:
         return fmt::format("({} ? {} : {})", arg(0), arg(1), arg(2));
       case ExprKind::unary: {
@@ -434,7 +435,7 @@ class KernelPrinter {
         out += pad + store_text(s) + "\n";
         return;
       case StmtKind::let:
-        out += fmt::format("{}{} {} = {};\n", pad, c_type(s.type), s.var, expr(s.value));
+        out += fmt::format("{}{} {} = {};\n", pad, cuda_c_type(s.type), s.var, expr(s.value));
         return;
       case StmtKind::assign:
         out += fmt::format("{}{} = {};\n", pad, s.var, expr(s.value));
@@ -487,7 +488,7 @@ class KernelPrinter {
     const char* op_name = r.op == BinaryOp::add ? "dnnc_op_add" : r.op == BinaryOp::max ? "dnnc_op_max" : "dnnc_op_min";
     out +=
         fmt::format("{}{{  // {} = {} over the {}\n", pad, r.var, binary_op_name(r.op), team.block ? "block" : "warp");
-    out += fmt::format("{}  {} {} = {};\n", pad, c_type(t), part, identity(r.op, t));
+    out += fmt::format("{}  {} {} = {};\n", pad, cuda_c_type(t), part, identity(r.op, t));
     int depth = indent + 1;
     for (size_t i = 0; i < r.loops.size(); ++i) {
       const StmtNode& l = *r.loops[i];

@@ -29,22 +29,6 @@ std::string slurp(const std::string& path) {
   return s.str();
 }
 
-const char* c_type(ScalarType t) {
-  switch (t) {
-    case ScalarType::i64:
-      return "i64";
-    case ScalarType::u64:
-      return "u64";
-    case ScalarType::f64:
-      return "double";
-    case ScalarType::boolean:
-      return "bool";
-    case ScalarType::f32:
-      break;
-  }
-  return "float";
-}
-
 size_t elem_bytes(ScalarType t) { return t == ScalarType::i64 || t == ScalarType::u64 || t == ScalarType::f64 ? 8 : 4; }
 
 ir::DType dtype_of(ScalarType t) { return t == ScalarType::i64 ? ir::DType::i64 : ir::DType::f32; }
@@ -99,7 +83,7 @@ EmuProgram::EmuProgram(codegen::Program p, const std::string& cache_dir, const s
     size_t j = 0;
     for (size_t s = 0; s < k.scalars.size(); ++s) args.push_back(fmt::format("*(const i64*)a[{}]", j++));
     for (int b : k.args)
-      args.push_back(fmt::format("({}*)a[{}]", c_type(p_.buffers.at(static_cast<size_t>(b)).dtype), j++));
+      args.push_back(fmt::format("({}*)a[{}]", codegen::cuda_c_type(p_.buffers.at(static_cast<size_t>(b)).dtype), j++));
     args.push_back(fmt::format("(int*)a[{}]", j++));
     args.push_back(fmt::format("*(const int*)a[{}]", j++));
     wrappers += fmt::format("extern \"C\" __attribute__((visibility(\"default\"))) void dnnc_emu_call_{}(void** a) {{ {}({}); }}\n",
