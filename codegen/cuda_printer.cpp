@@ -170,55 +170,201 @@ void add_terms(const Expr& e, std::vector<Expr>& terms, bool& ok, const std::str
   terms.push_back(e);
 }
 
-// True if `index` is injective in loop variable v as written by the lowering: a sum in which
-// exactly one term mentions v, that term is v or v * constant, and no other term mentions a
-// variable in `varying` (those declared inside the loop's body: inner loop variables and
-// locals, which change from one iteration of v to the next, so that v + w with an inner w
-// would let two iterations store to one element).
-bool affine_in(const Expr& index, const std::string& v, const std::set<std::string>& varying) {
-  std::vector<Expr> terms;
-  bool ok = true;
-  add_terms(index, terms, ok, v);
-  if (!ok) return false;
-  int found = 0;
-  for (const Expr& t : terms) {
-    if (!mentions(t, v)) {
-      for (const std::string& w : varying)
-        if (mentions(t, w)) return false;
-      continue;
-    }
-    ++found;
-    if (t->kind == ExprKind::var) continue;
-    int64_t c = 0;
-    if (t->kind == ExprKind::binary && t->binary == BinaryOp::mul &&
-        ((t->args[0]->kind == ExprKind::var && t->args[0]->name == v && is_int_const(t->args[1], &c) && c != 0) ||
-         (t->args[1]->kind == ExprKind::var && t->args[1]->name == v && is_int_const(t->args[0], &c) && c != 0)))
-      continue;
-    return false;
+// Which elements one iteration of a loop (variable v) touches. An index is read as
+//   k*v + (terms fixed over the loop) + off,  off in [lo, hi]
+// where off sums the int constants and the terms in the body's own loop variables (w times a
+// constant, with bounded bounds, see interval()); a local the body declares (and never reassigns) stands for
+// its value, and products with constants distribute over sums. Any other term in v or in a
+// name the body declares defeats the analysis (it varies unknowably).
+struct IndexForm {
+  int64_t k = 0;
+  int found = 0;  // terms in v (k sums their coefficients)
+  std::vector<std::pair<Expr, int64_t>> fixed;  // term, coefficient
+  int64_t lo = 0, hi = 0;
+};
+
+struct BodyNames {
+  std::set<std::string> declared;                               // varying from one iteration to the next
+  std::map<std::string, Expr> lets;                             // locals never reassigned
+  std::map<std::string, std::pair<int64_t, int64_t>> ranges;    // loop variables with bounded bounds
+};
+
+// The values an i64 expression of constants, the body's loop variables and its locals can take
+// (sums, differences, products with a constant, min and max), if bounded.
+std::optional<std::pair<int64_t, int64_t>> interval(const Expr& e, const BodyNames& n, int depth = 0) {
+  using Range = std::pair<int64_t, int64_t>;
+  if (depth > 32) return std::nullopt;
+  int64_t c = 0;
+  if (is_int_const(e, &c)) return Range{c, c};
+  if (e->kind == ExprKind::var) {
+    if (auto r = n.ranges.find(e->name); r != n.ranges.end()) return r->second;
+    if (auto l = n.lets.find(e->name); l != n.lets.end()) return interval(l->second, n, depth + 1);
+    return std::nullopt;
   }
-  return found == 1;
+  if (e->kind != ExprKind::binary) return std::nullopt;
+  auto a = interval(e->args[0], n, depth + 1), b = interval(e->args[1], n, depth + 1);
+  if (!a || !b) return std::nullopt;
+  switch (e->binary) {
+    case BinaryOp::add:
+      return Range{a->first + b->first, a->second + b->second};
+    case BinaryOp::sub:
+      return Range{a->first - b->second, a->second - b->first};
+    case BinaryOp::min:
+      return Range{std::min(a->first, b->first), std::min(a->second, b->second)};
+    case BinaryOp::max:
+      return Range{std::max(a->first, b->first), std::max(a->second, b->second)};
+    case BinaryOp::mul:
+      if (a->first == a->second || b->first == b->second) {
+        int64_t p[4] = {a->first * b->first, a->first * b->second, a->second * b->first, a->second * b->second};
+        return Range{*std::min_element(p, p + 4), *std::max_element(p, p + 4)};
+      }
+      return std::nullopt;
+    default:
+      return std::nullopt;
+  }
+}
+
+void body_names(const Block& b, BodyNames& n, const std::set<std::string>& assigned) {
+  for (const Stmt& sp : b) {
+    const StmtNode& s = *sp;
+    if (s.kind == StmtKind::let) {
+      n.declared.insert(s.var);
+      if (!assigned.count(s.var)) n.lets[s.var] = s.value;
+    } else if (s.kind == StmtKind::loop) {
+      n.declared.insert(s.var);
+      auto lo = interval(s.begin, n), hi = interval(s.end, n);
+      if (lo && hi && hi->second > lo->first) n.ranges[s.var] = {lo->first, hi->second - 1};
+    }
+    body_names(s.body, n, assigned);
+  }
+}
+
+bool mentions_any(const Expr& e, const std::set<std::string>& names) {
+  for (const std::string& w : names)
+    if (mentions(e, w)) return true;
+  return false;
+}
+
+// Adds coef * e to f. Products with an int constant distribute over sums.
+bool index_terms(const Expr& e, int64_t coef, const std::string& v, const BodyNames& n, IndexForm& f, int depth) {
+  if (depth > 32) return false;
+  int64_t c = 0;
+  if (e->kind == ExprKind::binary && (e->binary == BinaryOp::add || e->binary == BinaryOp::sub))
+    return index_terms(e->args[0], coef, v, n, f, depth + 1) &&
+           index_terms(e->args[1], e->binary == BinaryOp::sub ? -coef : coef, v, n, f, depth + 1);
+  if (e->kind == ExprKind::binary && e->binary == BinaryOp::mul) {
+    if (is_int_const(e->args[1], &c)) return index_terms(e->args[0], coef * c, v, n, f, depth + 1);
+    if (is_int_const(e->args[0], &c)) return index_terms(e->args[1], coef * c, v, n, f, depth + 1);
+  }
+  if (is_int_const(e, &c)) {
+    f.lo += coef * c;
+    f.hi += coef * c;
+    return true;
+  }
+  if (coef == 0) return !mentions(e, v);
+  if (e->kind == ExprKind::var) {
+    if (e->name == v) {
+      f.k += coef;
+      ++f.found;
+      return true;
+    }
+    if (auto r = n.ranges.find(e->name); r != n.ranges.end()) {
+      int64_t a = coef * r->second.first, b = coef * r->second.second;
+      f.lo += std::min(a, b);
+      f.hi += std::max(a, b);
+      return true;
+    }
+    if (auto l = n.lets.find(e->name); l != n.lets.end()) return index_terms(l->second, coef, v, n, f, depth + 1);
+  }
+  // A fixed term must be the same in every iteration: no name of the body, no load (the loop
+  // may store to what it reads).
+  std::vector<const ExprNode*> loads;
+  loads_of(e, loads);
+  if (mentions(e, v) || mentions_any(e, n.declared) || !loads.empty()) return false;
+  f.fixed.emplace_back(e, coef);
+  return true;
+}
+
+std::optional<IndexForm> index_form(const Expr& index, const std::string& v, const BodyNames& n) {
+  IndexForm f;
+  if (!index_terms(index, 1, v, n, f, 0) || f.found < 1 || f.k == 0) return std::nullopt;
+  return f;
+}
+
+bool same_fixed(const IndexForm& a, const IndexForm& b) {
+  if (a.fixed.size() != b.fixed.size()) return false;
+  std::vector<bool> used(b.fixed.size(), false);
+  for (const auto& [e, sign] : a.fixed) {
+    bool hit = false;
+    for (size_t j = 0; j < b.fixed.size() && !hit; ++j)
+      if (!used[j] && b.fixed[j].second == sign && same_expr(b.fixed[j].first, e)) used[j] = hit = true;
+    if (!hit) return false;
+  }
+  return true;
+}
+
+int64_t floor_div(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
+
+// The iteration count of `loop` if known: constant bounds, or `end` written as `begin + c`.
+std::optional<int64_t> trip_count(const StmtNode& loop) {
+  int64_t b = 0, e = 0, c = 0;
+  if (is_int_const(loop.begin, &b) && is_int_const(loop.end, &e)) return std::max<int64_t>(e - b, 0);
+  const Expr& end = loop.end;
+  if (end->kind == ExprKind::binary && end->binary == BinaryOp::add && is_int_const(end->args[1], &c) &&
+      same_expr(end->args[0], loop.begin))
+    return std::max<int64_t>(c, 0);
+  return std::nullopt;
+}
+
+// True if iterations v1 != v2 of a loop of `trips` iterations can never reach one element
+// through the two accesses: k*v1 + off1 == k*v2 + off2 needs k*m in off2 - off1 for some
+// m = v1 - v2 with 0 < |m| < trips.
+bool disjoint_across(const IndexForm& a, const IndexForm& b, std::optional<int64_t> trips) {
+  if (a.k != b.k || !same_fixed(a, b)) return false;
+  const int64_t K = a.k < 0 ? -a.k : a.k;
+  const int64_t d_lo = b.lo - a.hi, d_hi = b.hi - a.lo;
+  int64_t m_lo = -floor_div(-d_lo, K), m_hi = floor_div(d_hi, K);  // ceil(d_lo/K), floor(d_hi/K)
+  if (trips) {
+    m_lo = std::max(m_lo, 1 - *trips);
+    m_hi = std::min(m_hi, *trips - 1);
+  }
+  if (m_lo > m_hi) return true;
+  return m_lo == 0 && m_hi == 0;
 }
 
 // A loop whose iterations may run on different threads at once: no failure inside, no local
-// declared outside it assigned, every store's index injective in the loop variable, and every
-// load of a buffer this kernel writes reads an element the same iteration stores.
-bool distributable(const StmtNode& loop, const std::set<int>& written) {
+// declared outside it assigned, and for every buffer the loop stores to, each iteration's
+// stores and loads of it stay in elements no other iteration stores to (IndexForm). Buffers
+// the loop only reads may have been written before it: the printer separates a spread loop
+// from earlier writes of its team with a barrier, and other teams run other iterations of an
+// enclosing loop, which is itself checked here.
+bool distributable(const StmtNode& loop, const std::set<int>& /*written*/) {
   Effects fx = effects(loop.body);
   if (fx.has_fail) return false;
   for (const std::string& a : fx.assigned)
     if (!fx.declared.count(a)) return false;
+  BodyNames names;
+  body_names(loop.body, names, fx.assigned);
+  const std::optional<int64_t> trips = trip_count(loop);
+  std::map<int, std::vector<IndexForm>> stores, loads;
   for (const StmtNode* s : fx.stores) {
-    if (!affine_in(s->index, loop.var, fx.declared)) return false;
-    // Two stores to one buffer at different indices (y[v], y[v + 1]) can meet across iterations.
-    for (const StmtNode* o : fx.stores)
-      if (o->param == s->param && !same_expr(o->index, s->index)) return false;
+    auto f = index_form(s->index, loop.var, names);
+    if (!f) return false;
+    stores[s->param].push_back(*f);
   }
   for (const ExprNode* l : fx.loads) {
-    if (!written.count(l->param)) continue;
-    bool own = false;
-    for (const StmtNode* s : fx.stores)
-      if (s->param == l->param && same_expr(s->index, l->args[0])) own = true;
-    if (!own) return false;
+    if (!stores.count(l->param)) continue;
+    auto f = index_form(l->args[0], loop.var, names);
+    if (!f) return false;
+    loads[l->param].push_back(*f);
+  }
+  for (const auto& [param, st] : stores) {
+    for (size_t i = 0; i < st.size(); ++i) {
+      for (size_t j = i; j < st.size(); ++j)
+        if (!disjoint_across(st[i], st[j], trips)) return false;
+      for (const IndexForm& ld : loads[param])
+        if (!disjoint_across(st[i], ld, trips)) return false;
+    }
   }
   return true;
 }
@@ -524,9 +670,13 @@ class KernelPrinter {
     if (overwrites && !just_synced(out, team)) out += pad + team.sync + "  // earlier reads before the team overwrites\n";
   }
 
+  // True if the last line printed is a team barrier (with or without a comment).
   static bool just_synced(const std::string& out, const Team& team) {
-    const std::string sync = team.sync + "\n";
-    return out.size() >= sync.size() && out.compare(out.size() - sync.size(), sync.size(), sync) == 0;
+    if (out.empty() || out.back() != '\n') return false;
+    size_t start = out.rfind('\n', out.size() - 2);
+    start = start == std::string::npos ? 0 : start + 1;
+    size_t first = out.find_first_not_of(' ', start);
+    return first != std::string::npos && out.compare(first, team.sync.size(), team.sync) == 0;
   }
 
   void sync_pending(std::string& out, const std::string& pad, const Team& team) {

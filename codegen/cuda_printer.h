@@ -144,15 +144,19 @@ inline constexpr int64_t kCudaParallelMinWork = 1;
 /// How the cuda backend lowers (also `dnnc compile --emit=cuda` and the NVRTC tests): every loop
 /// nest that may run in parallel on the grid; bias-gradient sums attached to their GEMM (for
 /// DRELU_BGRAD, else a column-sum kernel); not the optimizer update in its GEMM (cuBLASLt takes
-/// fixed alpha/beta) nor co-scheduled GEMMs (they run one after another on the stream); 4 conv
-/// out-channels per thread (8 spill registers on sm_80).
+/// fixed alpha/beta) nor co-scheduled GEMMs (they run one after another on the stream); one conv
+/// out-channel per pass (a GPU needs the parallelism more than the input reuse; 8 spilled
+/// registers on sm_80); the conv bias gradient as a kernel of its own (pool_bias_grad_fused);
+/// per-image sums with the elements outermost (image_sums_outer).
 inline LowerOptions cuda_lower_options() {
   LowerOptions o;
   o.parallel_min_work = kCudaParallelMinWork;
   o.optimizer_in_gemm = false;
   o.bias_grad_in_gemm = true;
   o.coschedule_gemms = false;
-  o.conv_channels_per_pass = 4;
+  o.conv_channels_per_pass = 1;
+  o.pool_bias_grad_fused = false;
+  o.image_sums_outer = false;
   return o;
 }
 

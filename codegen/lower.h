@@ -21,6 +21,15 @@ struct LowerOptions {
   bool optimizer_in_gemm = true;  // SGD-momentum update fused into its weight-gradient GEMM (needs gemm_epilogues)
   bool bias_grad_in_gemm = true;  // bias-gradient column sums in an input-gradient GEMM's epilogue
   bool coschedule_gemms = true;   // independent epilogue GEMMs share one parallel region (coschedule.h)
+  // The conv bias gradient (reduce_sum over N, H, W) summed inside the maxpool backward kernel,
+  // whose parallel loop then runs over channels, images inside. Off: the backward runs over
+  // every (image, channel) plane and the sum is a kernel of its own (the cuda backend: a
+  // channel loop has too few iterations for a GPU).
+  bool pool_bias_grad_fused = true;
+  // Sums of per-image partial results (the conv weight gradient's dw_sum): images in the outer
+  // loop (the inner loop over elements vectorizes on a CPU), or, off, elements outer and images
+  // inner (a GPU spreads the elements; the cuda backend). The same additions in the same order.
+  bool image_sums_outer = true;
 };
 
 /// Lowers graph `g` (of module `m`) with the batch dim bound to `batch`. `groups` lists the

@@ -272,10 +272,19 @@ void lower_conv2d_backward_weight(LowerCtx& ctx, const ir::Node& n, const ir::At
     KernelDraft d(ctx, ctx.kernel_name("dw_sum"));
     int pp = d.read(parts);
     int dw = d.write(ctx.define(n.outputs[0]));
-    d.kb.loop("i", ok, false, [&](Expr i) { d.kb.store(dw, i, d.kb.load(pp, i)); });
-    d.kb.loop("b", i64c(1), i64c(g.b), false, [&](Expr b) {
-      d.kb.loop("i", ok, false, [&](Expr i) { d.kb.accumulate(dw, i, d.kb.load(pp, b * i64c(ok) + i)); });
-    });
+    if (ctx.options.image_sums_outer) {
+      d.kb.loop("i", ok, false, [&](Expr i) { d.kb.store(dw, i, d.kb.load(pp, i)); });
+      d.kb.loop("b", i64c(1), i64c(g.b), false, [&](Expr b) {
+        d.kb.loop("i", ok, false, [&](Expr i) { d.kb.accumulate(dw, i, d.kb.load(pp, b * i64c(ok) + i)); });
+      });
+    } else {
+      d.kb.loop("i", ok, true, [&](Expr i) {
+        Expr acc = d.kb.let("acc", d.kb.load(pp, i));
+        d.kb.loop("b", i64c(1), i64c(g.b), false,
+                  [&](Expr b) { d.kb.assign(acc, acc + d.kb.load(pp, b * i64c(ok) + i)); });
+        d.kb.store(dw, i, acc);
+      });
+    }
     ctx.emit(std::move(d));
     return;
   }

@@ -258,8 +258,8 @@ size_t lower_pool_backward_chain(LowerCtx& ctx, const std::vector<const ir::Node
   ir::ValueId last = chain.nodes.empty() ? pb.outputs[0] : chain.nodes.back()->outputs[0];
   size_t j = i + 1 + chain.nodes.size();
   const ir::Node* bsum = nullptr;
-  if (j < nodes.size() && nodes[j]->op == "reduce_sum" && nodes[j]->inputs[0] == last &&
-      is_f32(ctx, nodes[j]->outputs[0])) {
+  if (ctx.options.pool_bias_grad_fused && j < nodes.size() && nodes[j]->op == "reduce_sum" &&
+      nodes[j]->inputs[0] == last && is_f32(ctx, nodes[j]->outputs[0])) {
     ir::Attrs ra = completed_attrs(ctx, *nodes[j]);
     if (ir::attr_ints(ra, "axes") == std::vector<int64_t>{0, 2, 3} && !ir::attr_bool(ra, "keepdim")) bsum = nodes[j];
   }

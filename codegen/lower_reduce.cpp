@@ -164,13 +164,16 @@ void lower_softmax_backward(LowerCtx& ctx, const ir::Node& n, const ir::Attrs& a
   ctx.emit(std::move(d));
 }
 
-// Stops the kernel if a class label is outside [0, classes).
+// Stops the kernel if a class label is outside [0, classes). The labels are folded into one
+// flag first (a reduction a GPU team can split) and the kernel stops after the loop, so no
+// thread leaves while others still run it.
 void check_labels(KernelBuilder& kb, int target, int64_t batch, int64_t classes, const std::string& op) {
+  Expr bad = kb.let("bad", i64c(0));
   kb.loop("b", batch, false, [&](Expr b) {
     Expr t = kb.load(target, b);
-    kb.fail(binary(BinaryOp::logical_or, lt(t, i64c(0)), ge(t, i64c(classes))),
-            op + ": a target label is out of range for " + std::to_string(classes) + " classes");
+    kb.assign(bad, max(bad, select(binary(BinaryOp::logical_or, lt(t, i64c(0)), ge(t, i64c(classes))), i64c(1), i64c(0))));
   });
+  kb.fail(ne(bad, i64c(0)), op + ": a target label is out of range for " + std::to_string(classes) + " classes");
 }
 
 void lower_cross_entropy(LowerCtx& ctx, const ir::Node& n, const ir::Attrs&) {
@@ -281,10 +284,11 @@ size_t lower_softmax_xent(LowerCtx& ctx, const std::vector<const ir::Node*>& nod
   } else {
     scale = kb.let("scale", kb.load(dloss, i64c(0)) / f32c(static_cast<double>(B)));
   }
-  if (sum) kb.loop("c", C, false, [&](Expr c) { kb.store(db, c, f32c(0)); });
-  // One pass per row: max, then exp(x - max) into dlogits while summing, then the loss term and
-  // dlogits = scale * (e / sum - onehot) (each exp computed once; the reference's order).
-  Expr total = kb.let("total", f32c(0));
+  // Rows are independent: each computes its max, exp(x - max) into dlogits while summing, its
+  // loss term (into scratch) and dlogits = scale * (e / sum - onehot), each exp computed once.
+  // The loss and the bias gradient are then summed over the rows in row order (the reference's
+  // order), so a GPU can spread the rows over threads.
+  int row_loss = d.write(ctx.scratch("row_loss", B));
   kb.loop("b", B, false, [&](Expr b) {
     Expr base = b * i64c(C);
     Expr mx = row_max(kb, logits, base, 1, C);
@@ -295,13 +299,19 @@ size_t lower_softmax_xent(LowerCtx& ctx, const std::vector<const ir::Node*>& nod
       kb.assign(s, s + e);
     });
     Expr t = kb.let("t", kb.load(target, b));
-    kb.assign(total, total + (log(s) + mx - kb.load(logits, base + t)));
+    kb.store(row_loss, b, log(s) + mx - kb.load(logits, base + t));
     kb.loop("c", C, false, [&](Expr c) {
-      Expr g = kb.let("g", scale * (kb.load(dx, base + c) / s - select(eq(c, t), f32c(1), f32c(0))));
-      kb.store(dx, base + c, g);
-      if (sum) kb.accumulate(db, c, g);
+      kb.store(dx, base + c, scale * (kb.load(dx, base + c) / s - select(eq(c, t), f32c(1), f32c(0))));
     });
   });
+  Expr total = kb.let("total", f32c(0));
+  kb.loop("b", B, false, [&](Expr b) { kb.assign(total, total + kb.load(row_loss, b)); });
+  if (sum)
+    kb.loop("c", C, false, [&](Expr c) {
+      Expr acc = kb.let("acc", f32c(0));
+      kb.loop("b", B, false, [&](Expr b) { kb.assign(acc, acc + kb.load(dx, b * i64c(C) + c)); });
+      kb.store(db, c, acc);
+    });
   kb.store(loss, i64c(0), total / f32c(static_cast<double>(B)));
   ctx.emit(std::move(d));
   return j - i;

@@ -245,6 +245,64 @@ TEST_CASE("a loop storing one buffer at two indices is not spread (y[v + 1] of o
   CHECK(cp.source.find("v = 0 + dnnc_lane") == std::string::npos);
 }
 
+// The index analysis (IndexForm): y[2v] and y[2v + 1] never meet across iterations, y[v] and
+// y[v + 1] do (above); a row loop storing y[v*C + c] for an inner c in [0, C) owns its row,
+// also through locals (base = v*C) and an inner loop whose bounds are min/max of locals.
+TEST_CASE("a loop storing one buffer at offsets that stay within its own stride is spread", "[cuda][printer]") {
+  KernelBuilder kb("k0_pairs");
+  int x = kb.param("x", ScalarType::f32, false, 128);
+  int y = kb.param("y", ScalarType::f32, true, 128);
+  kb.loop("v", 64, false, [&](Expr v) {
+    kb.store(y, v * 2, kb.load(x, v));
+    kb.store(y, v * 2 + 1, kb.load(x, v + 64));
+  });
+  CudaProgram cp = print_program_cuda(one_kernel_program(kb.finish()));
+  INFO(cp.source);
+  CHECK(only(cp).mapping == CudaMapping::grid_thread);
+}
+
+TEST_CASE("rows through locals and bounded inner loops are spread; one element too many is not", "[cuda][printer]") {
+  for (int64_t width : {16, 17}) {
+    // Row r stores y[r*30 + ow] for ow in [ow0, ow0 + width), ow0 = min(14, c*16), c in {0, 1}:
+    // ow reaches 14 + width - 1, inside the row for width 16, into the next row for 17.
+    KernelBuilder kb("k0_rows");
+    int x = kb.param("x", ScalarType::f32, false, 64);
+    int y = kb.param("y", ScalarType::f32, true, 30 * 32 + 64);
+    int z = kb.param("z", ScalarType::f32, true, 64);
+    kb.loop("q", 8, true, [&](Expr q) {
+      kb.store(z, q, f32c(0));  // a phase before: the block mapping
+      kb.loop("r", 30, false, [&](Expr r) {
+        Expr base = kb.let("base", r * i64c(30));
+        kb.loop("c", 2, false, [&](Expr c) {
+          Expr ow0 = kb.let("ow0", min(i64c(14), c * i64c(16)));
+          kb.loop("ow", ow0, ow0 + i64c(width), false, [&](Expr ow) { kb.store(y, base + ow, kb.load(x, ow)); });
+        });
+      });
+    });
+    CudaProgram cp = print_program_cuda(one_kernel_program(kb.finish()));
+    INFO("width " << width << "\n" << cp.source);
+    CHECK((cp.source.find("r = 0 + dnnc_lane") != std::string::npos) == (width == 16));
+  }
+}
+
+TEST_CASE("a loop reading what an earlier phase wrote (but not writing it) is spread", "[cuda][printer]") {
+  // Column sums of a matrix the first loop wrote: each column's thread reads every row.
+  KernelBuilder kb("k0_colsum");
+  int x = kb.param("x", ScalarType::f32, false, 40);
+  int m = kb.param("m", ScalarType::f32, true, 40);
+  int s = kb.param("s", ScalarType::f32, true, 10);
+  kb.loop("i", 40, false, [&](Expr i) { kb.store(m, i, kb.load(x, i) * f32c(2)); });
+  kb.loop("c", 10, false, [&](Expr c) {
+    Expr acc = kb.let("acc", f32c(0));
+    kb.loop("r", 4, false, [&](Expr r) { kb.assign(acc, acc + kb.load(m, r * i64c(10) + c)); });
+    kb.store(s, c, acc);
+  });
+  CudaProgram cp = print_program_cuda(one_kernel_program(kb.finish()));
+  INFO(cp.source);
+  CHECK(only(cp).mapping == CudaMapping::block);
+  CHECK(cp.source.find("c = 0 + (i64)threadIdx.x") != std::string::npos);
+}
+
 TEST_CASE("an in-place update is vectorized when each element is read before it is written", "[cuda][printer]") {
   KernelBuilder kb("k0_axpy");
   int w = kb.param("w", ScalarType::f32, true, 1024);

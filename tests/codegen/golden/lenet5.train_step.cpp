@@ -287,34 +287,41 @@ static void g7_gemm(const float* __restrict__ a, const float* __restrict__ b, co
 // %dloss = fill() {shape=[], value=1.0}
 // %dlogits = cross_entropy_backward(%dloss, %logits, %label)
 // %fc3.bias.grad = reduce_sum(%dlogits) {axes=[0], keepdim=false}
-static int k8_softmax_xent(const float* __restrict__ v_logits, const i64* __restrict__ in_label, float* __restrict__ v_loss, float* __restrict__ v_dloss, float* __restrict__ v_dlogits, float* __restrict__ v_fc3_bias_grad) {
+static int k8_softmax_xent(const float* __restrict__ v_logits, const i64* __restrict__ in_label, float* __restrict__ v_loss, float* __restrict__ v_dloss, float* __restrict__ v_dlogits, float* __restrict__ v_fc3_bias_grad, float* __restrict__ s_row_loss) {
+  i64 bad = 0;
   for (i64 b = 0; b < 64; ++b) {
-    if (((in_label[b] < 0) || (in_label[b] >= 10))) return 1;
+    bad = (bad < (((in_label[b] < 0) || (in_label[b] >= 10)) ? 1 : 0) ? (((in_label[b] < 0) || (in_label[b] >= 10)) ? 1 : 0) : bad);
   }
+  if ((bad != 0)) return 1;
   v_dloss[0] = 0x1p+0f;
   float scale = (0x1p+0f / 0x1p+6f);
-  for (i64 c = 0; c < 10; ++c) {
-    v_fc3_bias_grad[c] = 0x0p+0f;
-  }
-  float total = 0x0p+0f;
   for (i64 b1 = 0; b1 < 64; ++b1) {
     float mx = (-__builtin_inff());
-    for (i64 c1 = 0; c1 < 10; ++c1) {
-      mx = (mx < v_logits[((b1 * 10) + c1)] ? v_logits[((b1 * 10) + c1)] : mx);
+    for (i64 c = 0; c < 10; ++c) {
+      mx = (mx < v_logits[((b1 * 10) + c)] ? v_logits[((b1 * 10) + c)] : mx);
     }
     float sum = 0x0p+0f;
-    for (i64 c2 = 0; c2 < 10; ++c2) {
-      float e = __builtin_expf((v_logits[((b1 * 10) + c2)] - mx));
-      v_dlogits[((b1 * 10) + c2)] = e;
+    for (i64 c1 = 0; c1 < 10; ++c1) {
+      float e = __builtin_expf((v_logits[((b1 * 10) + c1)] - mx));
+      v_dlogits[((b1 * 10) + c1)] = e;
       sum = (sum + e);
     }
     i64 t = in_label[b1];
-    total = (total + ((__builtin_logf(sum) + mx) - v_logits[((b1 * 10) + t)]));
-    for (i64 c3 = 0; c3 < 10; ++c3) {
-      float g = (scale * ((v_dlogits[((b1 * 10) + c3)] / sum) - ((c3 == t) ? 0x1p+0f : 0x0p+0f)));
-      v_dlogits[((b1 * 10) + c3)] = g;
-      v_fc3_bias_grad[c3] += g;
+    s_row_loss[b1] = ((__builtin_logf(sum) + mx) - v_logits[((b1 * 10) + t)]);
+    for (i64 c2 = 0; c2 < 10; ++c2) {
+      v_dlogits[((b1 * 10) + c2)] = (scale * ((v_dlogits[((b1 * 10) + c2)] / sum) - ((c2 == t) ? 0x1p+0f : 0x0p+0f)));
     }
+  }
+  float total = 0x0p+0f;
+  for (i64 b2 = 0; b2 < 64; ++b2) {
+    total = (total + s_row_loss[b2]);
+  }
+  for (i64 c3 = 0; c3 < 10; ++c3) {
+    float acc = 0x0p+0f;
+    for (i64 b3 = 0; b3 < 64; ++b3) {
+      acc = (acc + v_dlogits[((b3 * 10) + c3)]);
+    }
+    v_fc3_bias_grad[c3] = acc;
   }
   v_loss[0] = (total / 0x1p+6f);
   return 0;
@@ -863,28 +870,29 @@ extern "C" int dnnc_run(void** buffers) {
   float* v_dloss = (float*)buffers[34];  // intermediate f32[] dloss
   float* v_dlogits = (float*)buffers[35];  // intermediate f32[64,10] dlogits
   float* v_fc3_bias_grad = (float*)buffers[36];  // intermediate f32[10] fc3.bias.grad
-  float* v_d6 = (float*)buffers[37];  // intermediate f32[64,84] d6
-  float* v_fc2_bias_grad = (float*)buffers[38];  // intermediate f32[84] fc2.bias.grad
-  float* v_d5 = (float*)buffers[39];  // intermediate f32[64,120] d5
-  float* v_fc1_bias_grad = (float*)buffers[40];  // intermediate f32[120] fc1.bias.grad
-  float* v_d4 = (float*)buffers[41];  // intermediate f32[64,400] d4
+  float* s_row_loss = (float*)buffers[37];  // scratch f32[64]
+  float* v_d6 = (float*)buffers[38];  // intermediate f32[64,84] d6
+  float* v_fc2_bias_grad = (float*)buffers[39];  // intermediate f32[84] fc2.bias.grad
+  float* v_d5 = (float*)buffers[40];  // intermediate f32[64,120] d5
+  float* v_fc1_bias_grad = (float*)buffers[41];  // intermediate f32[120] fc1.bias.grad
+  float* v_d4 = (float*)buffers[42];  // intermediate f32[64,400] d4
   float* v_dh2 = v_d4;  // alias f32[64,16,5,5] dh2
-  float* s_bias_part = (float*)buffers[43];  // scratch f32[160]
-  float* s_pool_argmax = (float*)buffers[44];  // scratch f32[80]
-  float* v_d2 = (float*)buffers[45];  // intermediate f32[64,16,10,10] d2
-  float* v_conv2_bias_grad = (float*)buffers[46];  // intermediate f32[16] conv2.bias.grad
-  float* s_dcol = (float*)buffers[47];  // scratch f32[960000]
-  float* v_dh1 = (float*)buffers[48];  // intermediate f32[64,6,14,14] dh1
-  float* s_col_1 = (float*)buffers[49];  // scratch f32[960000]
-  float* v_conv2_weight_grad = (float*)buffers[50];  // intermediate f32[16,6,5,5] conv2.weight.grad
-  float* s_dw_parts = (float*)buffers[51];  // scratch f32[153600]
-  float* s_bias_part_1 = (float*)buffers[52];  // scratch f32[168]
-  float* s_pool_argmax_1 = (float*)buffers[53];  // scratch f32[84]
-  float* v_d0 = (float*)buffers[54];  // intermediate f32[64,6,28,28] d0
-  float* v_conv1_bias_grad = (float*)buffers[55];  // intermediate f32[6] conv1.bias.grad
-  float* s_col_2 = (float*)buffers[56];  // scratch f32[1254400]
-  float* v_conv1_weight_grad = (float*)buffers[57];  // intermediate f32[6,1,5,5] conv1.weight.grad
-  float* s_dw_parts_1 = (float*)buffers[58];  // scratch f32[9600]
+  float* s_bias_part = (float*)buffers[44];  // scratch f32[160]
+  float* s_pool_argmax = (float*)buffers[45];  // scratch f32[80]
+  float* v_d2 = (float*)buffers[46];  // intermediate f32[64,16,10,10] d2
+  float* v_conv2_bias_grad = (float*)buffers[47];  // intermediate f32[16] conv2.bias.grad
+  float* s_dcol = (float*)buffers[48];  // scratch f32[960000]
+  float* v_dh1 = (float*)buffers[49];  // intermediate f32[64,6,14,14] dh1
+  float* s_col_1 = (float*)buffers[50];  // scratch f32[960000]
+  float* v_conv2_weight_grad = (float*)buffers[51];  // intermediate f32[16,6,5,5] conv2.weight.grad
+  float* s_dw_parts = (float*)buffers[52];  // scratch f32[153600]
+  float* s_bias_part_1 = (float*)buffers[53];  // scratch f32[168]
+  float* s_pool_argmax_1 = (float*)buffers[54];  // scratch f32[84]
+  float* v_d0 = (float*)buffers[55];  // intermediate f32[64,6,28,28] d0
+  float* v_conv1_bias_grad = (float*)buffers[56];  // intermediate f32[6] conv1.bias.grad
+  float* s_col_2 = (float*)buffers[57];  // scratch f32[1254400]
+  float* v_conv1_weight_grad = (float*)buffers[58];  // intermediate f32[6,1,5,5] conv1.weight.grad
+  float* s_dw_parts_1 = (float*)buffers[59];  // scratch f32[9600]
   float* v_step = p_dnnc_step;  // alias f32[] step
   float* v_conv1_weight_new = p_conv1_weight;  // alias f32[6,1,5,5] conv1.weight.new
   float* v_7 = p_conv1_weight_momentum_buffer;  // alias f32[6,1,5,5] 7
@@ -923,7 +931,7 @@ extern "C" int dnnc_run(void** buffers) {
   DNNC_TICK(6);
   g7_gemm(v_h4, p_fc3_weight, p_fc3_bias, v_logits);
   DNNC_TICK(7);
-  if (int e = k8_softmax_xent(v_logits, in_label, v_loss, v_dloss, v_dlogits, v_fc3_bias_grad)) return 0 + e;
+  if (int e = k8_softmax_xent(v_logits, in_label, v_loss, v_dloss, v_dlogits, v_fc3_bias_grad, s_row_loss)) return 0 + e;
   DNNC_TICK(8);
   g9_gemm(v_dlogits, p_fc3_weight, v_d6, v_h4, v_fc2_bias_grad);
   DNNC_TICK(9);

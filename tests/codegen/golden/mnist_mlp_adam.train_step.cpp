@@ -156,34 +156,41 @@ static void g2_gemm(const float* __restrict__ a, const float* __restrict__ b, co
 // %dloss = fill() {shape=[], value=1.0}
 // %dlogits = cross_entropy_backward(%dloss, %logits, %label)
 // %fc3.bias.grad = reduce_sum(%dlogits) {axes=[0], keepdim=false}
-static int k3_softmax_xent(const float* __restrict__ v_logits, const i64* __restrict__ in_label, float* __restrict__ v_loss, float* __restrict__ v_dloss, float* __restrict__ v_dlogits, float* __restrict__ v_fc3_bias_grad) {
+static int k3_softmax_xent(const float* __restrict__ v_logits, const i64* __restrict__ in_label, float* __restrict__ v_loss, float* __restrict__ v_dloss, float* __restrict__ v_dlogits, float* __restrict__ v_fc3_bias_grad, float* __restrict__ s_row_loss) {
+  i64 bad = 0;
   for (i64 b = 0; b < 128; ++b) {
-    if (((in_label[b] < 0) || (in_label[b] >= 10))) return 1;
+    bad = (bad < (((in_label[b] < 0) || (in_label[b] >= 10)) ? 1 : 0) ? (((in_label[b] < 0) || (in_label[b] >= 10)) ? 1 : 0) : bad);
   }
+  if ((bad != 0)) return 1;
   v_dloss[0] = 0x1p+0f;
   float scale = (0x1p+0f / 0x1p+7f);
-  for (i64 c = 0; c < 10; ++c) {
-    v_fc3_bias_grad[c] = 0x0p+0f;
-  }
-  float total = 0x0p+0f;
   for (i64 b1 = 0; b1 < 128; ++b1) {
     float mx = (-__builtin_inff());
-    for (i64 c1 = 0; c1 < 10; ++c1) {
-      mx = (mx < v_logits[((b1 * 10) + c1)] ? v_logits[((b1 * 10) + c1)] : mx);
+    for (i64 c = 0; c < 10; ++c) {
+      mx = (mx < v_logits[((b1 * 10) + c)] ? v_logits[((b1 * 10) + c)] : mx);
     }
     float sum = 0x0p+0f;
-    for (i64 c2 = 0; c2 < 10; ++c2) {
-      float e = __builtin_expf((v_logits[((b1 * 10) + c2)] - mx));
-      v_dlogits[((b1 * 10) + c2)] = e;
+    for (i64 c1 = 0; c1 < 10; ++c1) {
+      float e = __builtin_expf((v_logits[((b1 * 10) + c1)] - mx));
+      v_dlogits[((b1 * 10) + c1)] = e;
       sum = (sum + e);
     }
     i64 t = in_label[b1];
-    total = (total + ((__builtin_logf(sum) + mx) - v_logits[((b1 * 10) + t)]));
-    for (i64 c3 = 0; c3 < 10; ++c3) {
-      float g = (scale * ((v_dlogits[((b1 * 10) + c3)] / sum) - ((c3 == t) ? 0x1p+0f : 0x0p+0f)));
-      v_dlogits[((b1 * 10) + c3)] = g;
-      v_fc3_bias_grad[c3] += g;
+    s_row_loss[b1] = ((__builtin_logf(sum) + mx) - v_logits[((b1 * 10) + t)]);
+    for (i64 c2 = 0; c2 < 10; ++c2) {
+      v_dlogits[((b1 * 10) + c2)] = (scale * ((v_dlogits[((b1 * 10) + c2)] / sum) - ((c2 == t) ? 0x1p+0f : 0x0p+0f)));
     }
+  }
+  float total = 0x0p+0f;
+  for (i64 b2 = 0; b2 < 128; ++b2) {
+    total = (total + s_row_loss[b2]);
+  }
+  for (i64 c3 = 0; c3 < 10; ++c3) {
+    float acc = 0x0p+0f;
+    for (i64 b3 = 0; b3 < 128; ++b3) {
+      acc = (acc + v_dlogits[((b3 * 10) + c3)]);
+    }
+    v_fc3_bias_grad[c3] = acc;
   }
   v_loss[0] = (total / 0x1p+7f);
   return 0;
@@ -413,13 +420,14 @@ extern "C" int dnnc_run(void** buffers) {
   float* v_dloss = (float*)buffers[26];  // intermediate f32[] dloss
   float* v_dlogits = (float*)buffers[27];  // intermediate f32[128,10] dlogits
   float* v_fc3_bias_grad = (float*)buffers[28];  // intermediate f32[10] fc3.bias.grad
-  float* v_d2 = (float*)buffers[29];  // intermediate f32[128,256] d2
-  float* v_fc2_bias_grad = (float*)buffers[30];  // intermediate f32[256] fc2.bias.grad
-  float* v_fc3_weight_grad = (float*)buffers[31];  // intermediate f32[10,256] fc3.weight.grad
-  float* v_d1 = (float*)buffers[32];  // intermediate f32[128,512] d1
-  float* v_fc1_bias_grad = (float*)buffers[33];  // intermediate f32[512] fc1.bias.grad
-  float* v_fc2_weight_grad = (float*)buffers[34];  // intermediate f32[256,512] fc2.weight.grad
-  float* v_fc1_weight_grad = (float*)buffers[35];  // intermediate f32[512,784] fc1.weight.grad
+  float* s_row_loss = (float*)buffers[29];  // scratch f32[128]
+  float* v_d2 = (float*)buffers[30];  // intermediate f32[128,256] d2
+  float* v_fc2_bias_grad = (float*)buffers[31];  // intermediate f32[256] fc2.bias.grad
+  float* v_fc3_weight_grad = (float*)buffers[32];  // intermediate f32[10,256] fc3.weight.grad
+  float* v_d1 = (float*)buffers[33];  // intermediate f32[128,512] d1
+  float* v_fc1_bias_grad = (float*)buffers[34];  // intermediate f32[512] fc1.bias.grad
+  float* v_fc2_weight_grad = (float*)buffers[35];  // intermediate f32[256,512] fc2.weight.grad
+  float* v_fc1_weight_grad = (float*)buffers[36];  // intermediate f32[512,784] fc1.weight.grad
   float* v_step = p_dnnc_step;  // alias f32[] step
   float* v_fc1_weight_new = p_fc1_weight;  // alias f32[512,784] fc1.weight.new
   float* v_3 = p_fc1_weight_exp_avg;  // alias f32[512,784] 3
@@ -446,7 +454,7 @@ extern "C" int dnnc_run(void** buffers) {
   DNNC_TICK(1);
   g2_gemm(v_h2, p_fc3_weight, p_fc3_bias, v_logits);
   DNNC_TICK(2);
-  if (int e = k3_softmax_xent(v_logits, in_label, v_loss, v_dloss, v_dlogits, v_fc3_bias_grad)) return 0 + e;
+  if (int e = k3_softmax_xent(v_logits, in_label, v_loss, v_dloss, v_dlogits, v_fc3_bias_grad, s_row_loss)) return 0 + e;
   DNNC_TICK(3);
   g4_gemm(v_dlogits, p_fc3_weight, v_d2, v_h2, v_fc2_bias_grad);
   DNNC_TICK(4);
