@@ -236,6 +236,8 @@ fi
 BM=mlp BB=128
 log "benchmark mlp batch 128: relu/drelu as generated kernels instead of cuBLASLt epilogues"
 run_dnnc dnnc-epilogues-off off --epochs 3 --label dnnc-epilogues-off
+log "benchmark mlp batch 128: --tf32 (cuBLASLt GEMMs in TF32)"
+run_dnnc dnnc-tf32 on --epochs 3 --tf32 --label dnnc-tf32
 
 # ---- 5. table -------------------------------------------------------------------------------
 if [[ -n $PY ]]; then

@@ -42,28 +42,37 @@ void write_kernel_table(runtime::Executable& exe, const std::string& what, const
       "{}: each kernel alone, a graph of {} launches, median of {}; device-to-device copy {:.0f} GB/s\n\n", what,
       launches, reps, bw / 1e9);
   out += "| kernel | mapping | launched | min bytes | µs | floor µs | × floor |\n|---|---|---|---|---|---|---|\n";
-  double worst = 0;
-  std::string worst_name;
-  std::vector<double> ratios;
+  // The 2x target is read for kernels whose floor is at least 1 us: below that, a launch's own
+  // cost in a graph (about 1 us) is most of the time, whatever the kernel does.
+  struct Side {
+    std::vector<double> ratios;
+    double worst = 0;
+    std::string worst_name;
+  } all, big;
   for (const auto& t : times) {
     double floor_us = static_cast<double>(t.min_bytes) / bw * 1e6;
     double ratio = floor_us > 0 ? t.us / floor_us : 0;
     out += fmt::format("| {}{} | {} | {} | {} | {:.2f} | {:.2f} | {:.1f} |\n", t.name, t.failed ? " (failed check)" : "",
                        t.mapping, t.launched ? "yes" : "no (cuBLASLt)", t.min_bytes, t.us, floor_us, ratio);
     bool elementwise = t.mapping == "grid_thread" || t.mapping == "grid_vec4";
-    if (elementwise && t.launched && !t.failed) {
-      ratios.push_back(ratio);
-      if (ratio > worst) {
-        worst = ratio;
-        worst_name = t.name;
+    if (!elementwise || !t.launched || t.failed) continue;
+    for (Side* side : {&all, &big}) {
+      if (side == &big && floor_us < 1.0) continue;
+      side->ratios.push_back(ratio);
+      if (ratio > side->worst) {
+        side->worst = ratio;
+        side->worst_name = t.name;
       }
     }
   }
-  std::sort(ratios.begin(), ratios.end());
-  if (!ratios.empty())
-    out += fmt::format("\nelementwise kernels launched (grid_thread/grid_vec4): {}, median {:.1f}x their floor, worst "
+  for (Side* side : {&all, &big}) {
+    if (side->ratios.empty()) continue;
+    std::sort(side->ratios.begin(), side->ratios.end());
+    out += fmt::format("\nelementwise kernels launched (grid_thread/grid_vec4){}: {}, median {:.1f}x their floor, worst "
                        "{:.1f}x ({}); target <= 2x\n",
-                       ratios.size(), ratios[ratios.size() / 2], worst, worst_name);
+                       side == &big ? " with a floor of at least 1 us" : "", side->ratios.size(),
+                       side->ratios[side->ratios.size() / 2], side->worst, side->worst_name);
+  }
   std::ofstream f(path);
   f << out;
   if (!f) throw std::runtime_error("cannot write " + path);
