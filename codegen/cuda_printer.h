@@ -147,7 +147,8 @@ inline constexpr int64_t kCudaParallelMinWork = 1;
 /// fixed alpha/beta) nor co-scheduled GEMMs (they run one after another on the stream); one conv
 /// out-channel per pass (a GPU needs the parallelism more than the input reuse; 8 spilled
 /// registers on sm_80); the conv bias gradient as a kernel of its own (pool_bias_grad_fused);
-/// per-image sums with the elements outermost (image_sums_outer).
+/// per-image sums with the elements outermost (image_sums_outer); channel sums in two stages
+/// (two_stage_sums).
 inline LowerOptions cuda_lower_options() {
   LowerOptions o;
   o.parallel_min_work = kCudaParallelMinWork;
@@ -157,6 +158,7 @@ inline LowerOptions cuda_lower_options() {
   o.conv_channels_per_pass = 1;
   o.pool_bias_grad_fused = false;
   o.image_sums_outer = false;
+  o.two_stage_sums = true;
   return o;
 }
 

@@ -30,6 +30,10 @@ struct LowerOptions {
   // loop (the inner loop over elements vectorizes on a CPU), or, off, elements outer and images
   // inner (a GPU spreads the elements; the cuda backend). The same additions in the same order.
   bool image_sums_outer = true;
+  // reduce_sum over [R0, K, R1] keeping K (the conv bias gradient over N, H, W): one loop over
+  // K summing R0 * R1 elements each, or, on, two kernels: sums over R1 for each (R0, K) row into
+  // scratch, then over R0 (a GPU needs R0 * K parallel rows, not K; the cuda backend).
+  bool two_stage_sums = false;
 };
 
 /// Lowers graph `g` (of module `m`) with the batch dim bound to `batch`. `groups` lists the

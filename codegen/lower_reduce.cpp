@@ -44,6 +44,38 @@ void lower_reduce_sum(LowerCtx& ctx, const ir::Node& n, const ir::Attrs& a) {
   }
   int64_t out_numel = ctx.numel(n.outputs[0]), total = ctx.numel(n.inputs[0]);
 
+  if (ctx.options.two_stage_sums && dims.size() == 3 && dims[0].reduced && !dims[1].reduced && dims[2].reduced) {
+    // [R0, K, R1] -> [K] in two kernels: each (r0, k) row summed into scratch, then over r0.
+    const int64_t r0 = dims[0].extent, k = dims[1].extent, r1 = dims[2].extent;
+    const std::vector<std::string> comment = ctx.comment;
+    int part = ctx.scratch("sum_part", r0 * k);
+    {
+      ctx.comment = comment;
+      ctx.comment.push_back("  (stage 1: sums of rows)");
+      KernelDraft d(ctx, ctx.kernel_name(n.op));
+      int x = d.read(ctx.buffer(n.inputs[0]));
+      int p = d.write(part);
+      d.kb.loop("p", r0 * k, true, [&](Expr pv) {
+        Expr acc = d.kb.let("acc", f32c(0));
+        d.kb.loop("r", r1, false, [&](Expr r) { d.kb.assign(acc, acc + d.kb.load(x, pv * i64c(r1) + r)); });
+        d.kb.store(p, pv, acc);
+      });
+      ctx.emit(std::move(d));
+    }
+    ctx.comment = comment;
+    ctx.comment.push_back("  (stage 2: sums of the row sums)");
+    KernelDraft d(ctx, ctx.kernel_name(n.op));
+    int p = d.read(part);
+    int y = d.write(ctx.define(n.outputs[0]));
+    d.kb.loop("k", k, true, [&](Expr kv) {
+      Expr acc = d.kb.let("acc", f32c(0));
+      d.kb.loop("r", r0, false, [&](Expr r) { d.kb.assign(acc, acc + d.kb.load(p, r * i64c(k) + kv)); });
+      d.kb.store(y, kv, acc);
+    });
+    ctx.emit(std::move(d));
+    return;
+  }
+
   KernelDraft d(ctx, ctx.kernel_name(n.op));
   int x = d.read(ctx.buffer(n.inputs[0]));
   int y = d.write(ctx.define(n.outputs[0]));
