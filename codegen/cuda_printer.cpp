@@ -370,45 +370,16 @@ bool distributable(const StmtNode& loop, const std::set<int>& /*written*/) {
 }
 
 // True if every store in the loop's body moves by exactly one element per iteration (v has
-// coefficient 1 in its IndexForm, also through locals): neighbouring threads then touch
-// neighbouring elements (coalesced).
+// coefficient 1): neighbouring threads then touch neighbouring elements (coalesced).
 bool unit_stride(const StmtNode& loop) {
-  Effects fx = effects(loop.body);
-  BodyNames names;
-  body_names(loop.body, names, fx.assigned);
-  for (const StmtNode* s : fx.stores) {
-    auto f = index_form(s->index, loop.var, names);
-    if (!f || (f->k != 1 && f->k != -1)) return false;
+  for (const StmtNode* s : effects(loop.body).stores) {
+    std::vector<Expr> terms;
+    bool ok = true;
+    add_terms(s->index, terms, ok, loop.var);
+    for (const Expr& t : terms)
+      if (mentions(t, loop.var) && t->kind != ExprKind::var) return false;
   }
   return true;
-}
-
-// The loop to spread instead of `outer` for coalesced accesses: following bodies that hold
-// only locals and one loop, the first loop that may be spread and moves its stores by one
-// element per iteration, if it has at least min(16, outer's trips) iterations (fewer lanes
-// than that would cost more than uncoalesced accesses do).
-const StmtNode* coalesced_inner(const StmtNode& outer) {
-  const std::optional<int64_t> outer_trips = trip_count(outer);
-  const int64_t want = std::min<int64_t>(16, outer_trips.value_or(16));
-  const StmtNode* cur = &outer;
-  for (int depth = 0; depth < 8; ++depth) {
-    const StmtNode* inner = nullptr;
-    for (const Stmt& sp : cur->body) {
-      if (sp->kind == StmtKind::loop) {
-        if (inner) return nullptr;
-        inner = sp.get();
-      } else if (sp->kind != StmtKind::let) {
-        return nullptr;
-      }
-    }
-    if (!inner) return nullptr;
-    if (distributable(*inner, {}) && unit_stride(*inner)) {
-      std::optional<int64_t> trips = trip_count(*inner);
-      return trips && *trips >= want ? inner : nullptr;
-    }
-    cur = inner;
-  }
-  return nullptr;
 }
 
 // `x = x op term` nested in single-statement loops: a reduction the team can split.
@@ -728,9 +699,10 @@ class KernelPrinter {
             print_reduction(out, *r, indent, team);
             break;
           }
-          // Spread the loop over the team, unless it is a strided loop around an inner loop
-          // that can be spread with unit stride (coalesced accesses) instead (coalesced_inner).
-          bool inner_better = !unit_stride(s) && coalesced_inner(s) != nullptr;
+          // Spread the loop over the team, unless it is a strided loop around a single inner
+          // loop that can be spread with unit stride (coalesced accesses) instead.
+          bool inner_better = !unit_stride(s) && s.body.size() == 1 && s.body[0]->kind == StmtKind::loop &&
+                              distributable(*s.body[0], written_) && unit_stride(*s.body[0]);
           if (!inner_better && distributable(s, written_)) {
             sync_pending(out, pad, team);
             sync_before_overwrite(out, pad, team, s);
@@ -892,7 +864,6 @@ class KernelPrinter {
 
   std::string print_body(CudaKernel& info) {
     std::string out;
-    int block = kCudaBlock;
     if (const StmtNode* l = grid_loop()) {
       out += "  const i64 dnnc_tid = (i64)blockIdx.x * blockDim.x + threadIdx.x;\n";
       out += "  const i64 dnnc_nthreads = (i64)gridDim.x * blockDim.x;\n";
@@ -901,11 +872,7 @@ class KernelPrinter {
       int64_t n = extent_of(*l);
       if (effects(l->body).has_loop) {
         info.mapping = CudaMapping::grid_warp;
-        // Few warps: fewer per block, so that they spread over the SMs instead of filling a
-        // few of them (64 warps in blocks of 8 ran on 8 of an H200's 132 SMs).
-        const int64_t per_block = std::clamp<int64_t>((n + kCudaSpreadSMs - 1) / kCudaSpreadSMs, 1, kCudaBlock / 32);
-        block = static_cast<int>(per_block * 32);
-        info.launch.grid = std::clamp<int64_t>((n + per_block - 1) / per_block, 1, kCudaMaxGrid);
+        info.launch.grid = blocks_for(n * 32);
         out += "  const int dnnc_lane = threadIdx.x & 31;\n";
         out += fmt::format("  for (i64 {0} = {1} + (dnnc_tid >> 5); {0} < {2}; {0} += (dnnc_nthreads >> 5)) {{\n",
                            l->var, expr(l->begin), expr(l->end));
@@ -928,7 +895,7 @@ class KernelPrinter {
       info.launch.grid = 1;
       uniform_block(out, k_.body, 1, kBlock);
     }
-    info.launch.block = block;
+    info.launch.block = kCudaBlock;
     (void)error_base_;
     return out;
   }
