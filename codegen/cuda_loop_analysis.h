@@ -1,0 +1,48 @@
+#pragma once
+// What the CUDA printer (cuda_printer.cpp) proves from KernelIR before it spreads a loop over
+// the threads of a warp or block: which elements each iteration touches, and which loops are
+// reductions the team can split.
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "codegen/kernel_ir.h"
+
+namespace dnnc::codegen::cuda_loops {
+
+/// True if `e` mentions variable `name`.
+bool mentions(const Expr& e, const std::string& name);
+/// Structural equality of two expressions.
+bool same_expr(const Expr& a, const Expr& b);
+/// Appends every load in `e`.
+void loads_of(const Expr& e, std::vector<const ExprNode*>& out);
+
+/// Everything a block does, recursively.
+struct Effects {
+  std::vector<const StmtNode*> stores;
+  std::vector<const ExprNode*> loads;
+  std::set<std::string> assigned, declared;
+  bool has_fail = false, has_loop = false;
+};
+Effects effects(const Block& b);
+
+/// A loop whose iterations may run on different threads at once: no failure inside, no local
+/// declared outside it assigned, and for every buffer it stores to, no two iterations reach one
+/// element (each index read as k*v + fixed terms + a bounded offset, through the body's locals
+/// and loop bounds). Buffers it only reads may have been written before it: the caller orders
+/// those writes with a team barrier.
+bool distributable(const StmtNode& loop);
+/// True if every store in the loop's body moves by exactly one element per iteration.
+bool unit_stride(const StmtNode& loop);
+
+/// `x = x op term` nested in single-statement loops: a reduction the team can split.
+struct Reduction {
+  std::string var;
+  BinaryOp op = BinaryOp::add;
+  Expr term;
+  std::vector<const StmtNode*> loops;  // outermost first
+};
+std::optional<Reduction> reduction_nest(const StmtNode& loop);
+
+}  // namespace dnnc::codegen::cuda_loops
