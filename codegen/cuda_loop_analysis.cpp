@@ -33,7 +33,6 @@ void loads_of(const Expr& e, std::vector<const ExprNode*>& out) {
   for (const Expr& a : e->args) loads_of(a, out);
 }
 
-
 namespace {
 
 void collect(const Block& b, Effects& fx) {
@@ -97,15 +96,15 @@ void add_terms(const Expr& e, std::vector<Expr>& terms, bool& ok, const std::str
 // name the body declares defeats the analysis (it varies unknowably).
 struct IndexForm {
   int64_t k = 0;
-  int found = 0;  // terms in v (k sums their coefficients)
+  int found = 0;                                // terms in v (k sums their coefficients)
   std::vector<std::pair<Expr, int64_t>> fixed;  // term, coefficient
   int64_t lo = 0, hi = 0;
 };
 
 struct BodyNames {
-  std::set<std::string> declared;                               // varying from one iteration to the next
-  std::map<std::string, Expr> lets;                             // locals never reassigned
-  std::map<std::string, std::pair<int64_t, int64_t>> ranges;    // loop variables with bounded bounds
+  std::set<std::string> declared;                             // varying from one iteration to the next
+  std::map<std::string, Expr> lets;                           // locals never reassigned
+  std::map<std::string, std::pair<int64_t, int64_t>> ranges;  // loop variables with bounded bounds
 };
 
 // The values an i64 expression of constants, the body's loop variables and its locals can take
@@ -302,7 +301,6 @@ bool unit_stride(const StmtNode& loop) {
   }
   return true;
 }
-
 
 std::optional<Reduction> reduction_nest(const StmtNode& loop) {
   Reduction r;

@@ -2,8 +2,6 @@
 // iteration or one block, proving from the IR which loops may be spread over threads.
 #include "codegen/cuda_printer.h"
 
-#include "codegen/cuda_loop_analysis.h"
-
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -12,6 +10,8 @@
 #include <optional>
 #include <set>
 #include <stdexcept>
+
+#include "codegen/cuda_loop_analysis.h"
 
 namespace dnnc::codegen {
 
@@ -88,7 +88,6 @@ int epilogue_of(const G& g) {
                   kernel, what, value));
 }
 
-
 // ---- printing --------------------------------------------------------------------------------
 
 // Who executes a uniform region: every thread of a warp or of the block runs the same
@@ -131,8 +130,10 @@ class KernelPrinter {
     info.min_bytes = 0;
     for (size_t i = 0; i < k_.params.size(); ++i) {
       const KernelParam& p = k_.params[i];
-      int64_t bytes = p.numel * (p.type == ScalarType::i64 || p.type == ScalarType::u64 || p.type == ScalarType::f64 ? 8 : 4);
-      info.min_bytes += (loaded_.count(static_cast<int>(i)) ? bytes : 0) + (written_.count(static_cast<int>(i)) ? bytes : 0);
+      int64_t bytes =
+          p.numel * (p.type == ScalarType::i64 || p.type == ScalarType::u64 || p.type == ScalarType::f64 ? 8 : 4);
+      info.min_bytes +=
+          (loaded_.count(static_cast<int>(i)) ? bytes : 0) + (written_.count(static_cast<int>(i)) ? bytes : 0);
     }
     return out;
   }
@@ -339,7 +340,8 @@ class KernelPrinter {
   void sync_before_overwrite(std::string& out, const std::string& pad, const Team& team, const StmtNode& loop) {
     bool overwrites = false;
     for (const StmtNode* st : effects(loop.body).stores) overwrites |= loaded_.count(st->param) > 0;
-    if (overwrites && !just_synced(out, team)) out += pad + team.sync + "  // earlier reads before the team overwrites\n";
+    if (overwrites && !just_synced(out, team))
+      out += pad + team.sync + "  // earlier reads before the team overwrites\n";
   }
 
   // True if the last line printed is a team barrier (with or without a comment).
@@ -697,10 +699,10 @@ CudaProgram print_program_cuda(const Program& p) {
     } else if (s.kind == Step::Kind::gemm) {
       const GemmCall& g = s.gemm;
       if (g.first_step >= 0)
-        throw std::runtime_error(fmt::format(
-            "cuda printer: GEMM step {} has a step-dependent alpha/beta (lower with "
-            "LowerOptions::optimizer_in_gemm off)",
-            i));
+        throw std::runtime_error(
+            fmt::format("cuda printer: GEMM step {} has a step-dependent alpha/beta (lower with "
+                        "LowerOptions::optimizer_in_gemm off)",
+                        i));
       if (int e = epilogue_of(g); e >= 0) {
         // A map over C after the product (KernelIR's GEMM epilogue): its own launch over all of C.
         const Kernel& k = p.kernels.at(static_cast<size_t>(e));
@@ -720,8 +722,8 @@ CudaProgram print_program_cuda(const Program& p) {
         // program_errors numbers the errors of kernel steps only (as the C++ printer's dnnc_run
         // does): an epilogue runs inside a GEMM's threads there and may not fail.
         if (!k.errors.empty())
-          throw std::runtime_error(fmt::format("cuda printer: GEMM epilogue {} of step {} has checks that can fail",
-                                               k.name, i));
+          throw std::runtime_error(
+              fmt::format("cuda printer: GEMM epilogue {} of step {} has checks that can fail", k.name, i));
         cp.step_epilogue[i] = static_cast<int>(cp.kernels.size());
         cp.kernels.push_back(std::move(ep));
       }

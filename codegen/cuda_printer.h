@@ -113,7 +113,8 @@ struct CudaStreamOp {
 /// (`taken[step]`, none where it took none): each kernel step's kernel; for each GEMM step its
 /// bias fill, the GEMM, then its epilogue and column-sum kernels unless the taken epilogue does
 /// their work. The cuda backend enqueues exactly this (and the CPU emulator runs it).
-std::vector<CudaStreamOp> cuda_launch_sequence(const Program& p, const CudaProgram& cp, const std::vector<CudaLtAct>& taken);
+std::vector<CudaStreamOp> cuda_launch_sequence(const Program& p, const CudaProgram& cp,
+                                               const std::vector<CudaLtAct>& taken);
 
 /// The cuBLASLt activation epilogues for program `p`'s GEMM steps (print_program_cuda fills
 /// CudaProgram::step_act and relu_masks with this). A relu_backward GEMM gets drelu[_bgrad] when

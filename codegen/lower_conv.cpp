@@ -4,7 +4,8 @@
 
 namespace dnnc::codegen {
 
-ConvGeom conv_geom(const LowerCtx& ctx, const ir::Node& n, const ir::Attrs& a, const Dims& x, const Dims& w, const Dims& y) {
+ConvGeom conv_geom(const LowerCtx& ctx, const ir::Node& n, const ir::Attrs& a, const Dims& x, const Dims& w,
+                   const Dims& y) {
   if (x.size() != 4 || w.size() != 4 || y.size() != 4) ctx.fail(n, "expected 4-d x, weight and dy");
   auto pair = [&](const char* key) {
     const auto& v = ir::attr_ints(a, key);

@@ -203,7 +203,8 @@ void check_labels(KernelBuilder& kb, int target, int64_t batch, int64_t classes,
   Expr bad = kb.let("bad", i64c(0));
   kb.loop("b", batch, false, [&](Expr b) {
     Expr t = kb.load(target, b);
-    kb.assign(bad, max(bad, select(binary(BinaryOp::logical_or, lt(t, i64c(0)), ge(t, i64c(classes))), i64c(1), i64c(0))));
+    kb.assign(bad,
+              max(bad, select(binary(BinaryOp::logical_or, lt(t, i64c(0)), ge(t, i64c(classes))), i64c(1), i64c(0))));
   });
   kb.fail(ne(bad, i64c(0)), op + ": a target label is out of range for " + std::to_string(classes) + " classes");
 }

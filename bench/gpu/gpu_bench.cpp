@@ -38,9 +38,9 @@ void write_kernel_table(runtime::Executable& exe, const std::string& what, const
   const int launches = 50, reps = 5;
   const double bw = prof->copy_bandwidth(size_t{1} << 30);
   std::vector<runtime::cuda::KernelTime> times = prof->profile_kernels(launches, reps);
-  std::string out = fmt::format(
-      "{}: each kernel alone, a graph of {} launches, median of {}; device-to-device copy {:.0f} GB/s\n\n", what,
-      launches, reps, bw / 1e9);
+  std::string out =
+      fmt::format("{}: each kernel alone, a graph of {} launches, median of {}; device-to-device copy {:.0f} GB/s\n\n",
+                  what, launches, reps, bw / 1e9);
   out += "| kernel | mapping | launched | min bytes | µs | floor µs | × floor |\n|---|---|---|---|---|---|---|\n";
   // The 2x target is read for kernels whose floor is at least 1 us: below that, a launch's own
   // cost in a graph (about 1 us) is most of the time, whatever the kernel does.
@@ -52,8 +52,9 @@ void write_kernel_table(runtime::Executable& exe, const std::string& what, const
   for (const auto& t : times) {
     double floor_us = static_cast<double>(t.min_bytes) / bw * 1e6;
     double ratio = floor_us > 0 ? t.us / floor_us : 0;
-    out += fmt::format("| {}{} | {} | {} | {} | {:.2f} | {:.2f} | {:.1f} |\n", t.name, t.failed ? " (failed check)" : "",
-                       t.mapping, t.launched ? "yes" : "no (cuBLASLt)", t.min_bytes, t.us, floor_us, ratio);
+    out +=
+        fmt::format("| {}{} | {} | {} | {} | {:.2f} | {:.2f} | {:.1f} |\n", t.name, t.failed ? " (failed check)" : "",
+                    t.mapping, t.launched ? "yes" : "no (cuBLASLt)", t.min_bytes, t.us, floor_us, ratio);
     bool elementwise = t.mapping == "grid_thread" || t.mapping == "grid_vec4";
     if (!elementwise || !t.launched || t.failed) continue;
     for (Side* side : {&all, &big}) {
@@ -68,10 +69,11 @@ void write_kernel_table(runtime::Executable& exe, const std::string& what, const
   for (Side* side : {&all, &big}) {
     if (side->ratios.empty()) continue;
     std::sort(side->ratios.begin(), side->ratios.end());
-    out += fmt::format("\nelementwise kernels launched (grid_thread/grid_vec4){}: {}, median {:.1f}x their floor, worst "
-                       "{:.1f}x ({}); target <= 2x\n",
-                       side == &big ? " with a floor of at least 1 us" : "", side->ratios.size(),
-                       side->ratios[side->ratios.size() / 2], side->worst, side->worst_name);
+    out += fmt::format(
+        "\nelementwise kernels launched (grid_thread/grid_vec4){}: {}, median {:.1f}x their floor, worst "
+        "{:.1f}x ({}); target <= 2x\n",
+        side == &big ? " with a floor of at least 1 us" : "", side->ratios.size(),
+        side->ratios[side->ratios.size() / 2], side->worst, side->worst_name);
   }
   std::ofstream f(path);
   f << out;
@@ -80,7 +82,8 @@ void write_kernel_table(runtime::Executable& exe, const std::string& what, const
 
 int run(int argc, char** argv) {
   if (argc < 3) {
-    std::cerr << "usage: dnnc_gpu_bench MODEL.dnn BATCH [--samples N] [--metrics-every K] [--tf32] [--epochs E] [--label NAME] [--kernels FILE]\n";
+    std::cerr << "usage: dnnc_gpu_bench MODEL.dnn BATCH [--samples N] [--metrics-every K] [--tf32] [--epochs E] "
+                 "[--label NAME] [--kernels FILE]\n";
     return 2;
   }
   std::string model = argv[1];
@@ -163,10 +166,12 @@ int run(int argc, char** argv) {
   std::sort(times.begin(), times.end());
   const double median = times[times.size() / 2];  // the upper median for an even count
   trainer->sync_params();
-  if (!kernels_file.empty()) write_kernel_table(*exe, fmt::format("{}.train_step at batch {}", m.name, batch), kernels_file);
+  if (!kernels_file.empty())
+    write_kernel_table(*exe, fmt::format("{}.train_step at batch {}", m.name, batch), kernels_file);
   std::cout << fmt::format(
       "{{\"impl\": \"{}\", \"model\": \"{}\", \"batch\": {}, \"samples\": {}, \"steps\": {}, \"epoch_s\": {:.4f}, "
-      "\"epoch_min_s\": {:.4f}, \"epochs\": {}, \"samples_per_s\": {:.0f}, \"final_loss\": {:.5f}, \"compile_s\": {:.3f}, "
+      "\"epoch_min_s\": {:.4f}, \"epochs\": {}, \"samples_per_s\": {:.0f}, \"final_loss\": {:.5f}, \"compile_s\": "
+      "{:.3f}, "
       "\"upload_s\": {:.3f}, \"tf32\": {}}}\n",
       label, m.name, batch, samples, steps, median, times.front(), epochs, static_cast<double>(steps * batch) / median,
       last, compile_s, upload_s, opt.tf32 ? "true" : "false");

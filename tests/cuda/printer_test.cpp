@@ -154,7 +154,7 @@ TEST_CASE("seed models: GEMMs are not kernels, elementwise ops are vectorized", 
     } else {
       ++gemm_steps;
       if (cp.step_epilogue[i] >= 0) ++epilogues;  // a map over C (relu) fused into the GEMM step
-      if (cp.step_col_sums[i] >= 0) ++col_sums;    // a bias gradient of C
+      if (cp.step_col_sums[i] >= 0) ++col_sums;   // a bias gradient of C
       if (cp.step_kernel[i] >= 0)
         ++bias_fills;
       else
@@ -163,7 +163,7 @@ TEST_CASE("seed models: GEMMs are not kernels, elementwise ops are vectorized", 
   }
   CHECK(gemm_steps == 8);  // 3 forward, 2 input gradients, 3 weight gradients
   CHECK(bias_fills == 0);  // every linear's bias is a cuBLASLt epilogue
-  CHECK(col_sums == 2);     // fc2's and fc1's bias gradients, after relu_backward
+  CHECK(col_sums == 2);    // fc2's and fc1's bias gradients, after relu_backward
   CHECK(static_cast<int>(cp.kernels.size()) == kernel_steps + bias_fills + epilogues + col_sums);
   for (const CudaKernel& k : cp.kernels) {
     INFO(k.name);
@@ -372,8 +372,7 @@ TEST_CASE("MLP: relu and relu_backward GEMM epilogues are planned as cuBLASLt RE
   CHECK(acts[5].second.act == CudaLtAct::drelu_bgrad);
   CHECK(acts[5].second.mask == 0);
   for (size_t i : {size_t{4}, size_t{6}, size_t{7}}) CHECK(acts[i].second.act == CudaLtAct::none);
-  CHECK(std::string(cuda_lt_act_name(acts[0].second.act, cuda_gemm_bias_epilogue(*acts[0].first))) ==
-        "RELU_AUX_BIAS");
+  CHECK(std::string(cuda_lt_act_name(acts[0].second.act, cuda_gemm_bias_epilogue(*acts[0].first))) == "RELU_AUX_BIAS");
 
   // Inference has no backward: plain RELU_BIAS, no masks.
   Program ip = test::cuda_lower(m, "infer", 128);
