@@ -290,16 +290,44 @@ bool distributable(const StmtNode& loop) {
 }
 
 // True if every store in the loop's body moves by exactly one element per iteration (v has
-// coefficient 1): neighbouring threads then touch neighbouring elements (coalesced).
+// coefficient 1 in its IndexForm, also through locals): neighbouring threads then touch
+// neighbouring elements (coalesced).
 bool unit_stride(const StmtNode& loop) {
-  for (const StmtNode* s : effects(loop.body).stores) {
-    std::vector<Expr> terms;
-    bool ok = true;
-    add_terms(s->index, terms, ok, loop.var);
-    for (const Expr& t : terms)
-      if (mentions(t, loop.var) && t->kind != ExprKind::var) return false;
+  Effects fx = effects(loop.body);
+  BodyNames names;
+  body_names(loop.body, names, fx.assigned);
+  for (const StmtNode* s : fx.stores) {
+    auto f = index_form(s->index, loop.var, names);
+    if (!f || (f->k != 1 && f->k != -1)) return false;
   }
   return true;
+}
+
+// Following bodies that hold only locals and one loop, the first loop that may be spread and
+// moves its stores by one element per iteration, if it has at least min(16, outer's trips)
+// iterations (fewer lanes than that would cost more than uncoalesced accesses do).
+const StmtNode* coalesced_inner(const StmtNode& outer) {
+  const std::optional<int64_t> outer_trips = trip_count(outer);
+  const int64_t want = std::min<int64_t>(16, outer_trips.value_or(16));
+  const StmtNode* cur = &outer;
+  for (int depth = 0; depth < 8; ++depth) {
+    const StmtNode* inner = nullptr;
+    for (const Stmt& sp : cur->body) {
+      if (sp->kind == StmtKind::loop) {
+        if (inner) return nullptr;
+        inner = sp.get();
+      } else if (sp->kind != StmtKind::let) {
+        return nullptr;
+      }
+    }
+    if (!inner) return nullptr;
+    if (distributable(*inner) && unit_stride(*inner)) {
+      std::optional<int64_t> trips = trip_count(*inner);
+      return trips && *trips >= want ? inner : nullptr;
+    }
+    cur = inner;
+  }
+  return nullptr;
 }
 
 std::optional<Reduction> reduction_nest(const StmtNode& loop) {

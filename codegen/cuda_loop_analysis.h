@@ -35,6 +35,10 @@ Effects effects(const Block& b);
 bool distributable(const StmtNode& loop);
 /// True if every store in the loop's body moves by exactly one element per iteration.
 bool unit_stride(const StmtNode& loop);
+/// The loop to spread instead of the strided loop `outer`, for coalesced accesses: through
+/// bodies of locals and one loop, the first spreadable unit-stride loop, if it has at least
+/// min(16, outer's trips) iterations; nullptr if none.
+const StmtNode* coalesced_inner(const StmtNode& outer);
 
 /// `x = x op term` nested in single-statement loops: a reduction the team can split.
 struct Reduction {

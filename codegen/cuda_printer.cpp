@@ -373,10 +373,9 @@ class KernelPrinter {
             print_reduction(out, *r, indent, team);
             break;
           }
-          // Spread the loop over the team, unless it is a strided loop around a single inner
-          // loop that can be spread with unit stride (coalesced accesses) instead.
-          bool inner_better = !unit_stride(s) && s.body.size() == 1 && s.body[0]->kind == StmtKind::loop &&
-                              distributable(*s.body[0]) && unit_stride(*s.body[0]);
+          // Spread the loop over the team, unless it is a strided loop around an inner loop
+          // that can be spread with unit stride (coalesced accesses) instead (coalesced_inner).
+          bool inner_better = !unit_stride(s) && coalesced_inner(s) != nullptr;
           if (!inner_better && distributable(s)) {
             sync_pending(out, pad, team);
             sync_before_overwrite(out, pad, team, s);
@@ -538,6 +537,7 @@ class KernelPrinter {
 
   std::string print_body(CudaKernel& info) {
     std::string out;
+    int block = kCudaBlock;
     if (const StmtNode* l = grid_loop()) {
       out += "  const i64 dnnc_tid = (i64)blockIdx.x * blockDim.x + threadIdx.x;\n";
       out += "  const i64 dnnc_nthreads = (i64)gridDim.x * blockDim.x;\n";
@@ -546,7 +546,11 @@ class KernelPrinter {
       int64_t n = extent_of(*l);
       if (effects(l->body).has_loop) {
         info.mapping = CudaMapping::grid_warp;
-        info.launch.grid = blocks_for(n * 32);
+        // Few warps: fewer per block, so that they spread over the SMs instead of filling a
+        // few of them (64 warps in blocks of 8 ran on 8 of an H200's 132 SMs).
+        const int64_t per_block = std::clamp<int64_t>((n + kCudaSpreadSMs - 1) / kCudaSpreadSMs, 1, kCudaBlock / 32);
+        block = static_cast<int>(per_block * 32);
+        info.launch.grid = std::clamp<int64_t>((n + per_block - 1) / per_block, 1, kCudaMaxGrid);
         out += "  const int dnnc_lane = threadIdx.x & 31;\n";
         out += fmt::format("  for (i64 {0} = {1} + (dnnc_tid >> 5); {0} < {2}; {0} += (dnnc_nthreads >> 5)) {{\n",
                            l->var, expr(l->begin), expr(l->end));
@@ -569,7 +573,7 @@ class KernelPrinter {
       info.launch.grid = 1;
       uniform_block(out, k_.body, 1, kBlock);
     }
-    info.launch.block = kCudaBlock;
+    info.launch.block = block;
     (void)error_base_;
     return out;
   }

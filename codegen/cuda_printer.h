@@ -25,10 +25,14 @@ struct CudaLaunch {
   int shared_bytes = 0;  // static shared memory the kernel declares
 };
 
-/// Threads per block of every generated kernel (also its __launch_bounds__).
+/// Threads per block of the generated kernels (warp-per-iteration kernels with few iterations
+/// get fewer, kCudaSpreadSMs).
 inline constexpr int kCudaBlock = 256;
 /// The most blocks a grid-stride kernel is launched with.
 inline constexpr int64_t kCudaMaxGrid = 65535;
+/// A warp-per-iteration kernel with few iterations gets blocks of fewer warps, to spread them
+/// over this many multiprocessors (an H200 has 132).
+inline constexpr int64_t kCudaSpreadSMs = 132;
 
 /// One `__global__` function of the generated source and how to launch it. Its parameters are
 /// `scalars` (i64, by value), the buffers `args` (device pointers, in order), then `int* dnnc_err, int dnnc_err_base`:

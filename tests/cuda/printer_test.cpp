@@ -67,7 +67,9 @@ TEST_CASE("a row reduction inside a parallel loop uses a warp per row and shuffl
   CudaProgram cp = print_program_cuda(one_kernel_program(kb.finish()));
   INFO(cp.source);
   CHECK(only(cp).mapping == CudaMapping::grid_warp);
-  CHECK(only(cp).launch.grid == 64 * 32 / 256);
+  // 64 warps: one per block, so that they spread over 64 multiprocessors, not 8.
+  CHECK(only(cp).launch.block == 32);
+  CHECK(only(cp).launch.grid == 64);
   CHECK(cp.source.find("dnnc_warp_allreduce(dnnc_part0, dnnc_op_max())") != std::string::npos);
   CHECK(cp.source.find("for (i64 c = 0 + dnnc_lane; c < 100; c += 32)") != std::string::npos);
   CHECK(cp.source.find("if (dnnc_lane == 0) y[r] = mx;") != std::string::npos);
@@ -262,27 +264,56 @@ TEST_CASE("a loop storing one buffer at offsets that stay within its own stride 
 }
 
 TEST_CASE("rows through locals and bounded inner loops are spread; one element too many is not", "[cuda][printer]") {
-  for (int64_t width : {16, 17}) {
-    // Row r stores y[r*30 + ow] for ow in [ow0, ow0 + width), ow0 = min(14, c*16), c in {0, 1}:
-    // ow reaches 14 + width - 1, inside the row for width 16, into the next row for 17.
+  for (int64_t width : {15, 16}) {
+    // Row r stores y[r*30 + ow] for ow in [ow0, ow0 + width), ow0 = min(15, c*16), c in {0, 1}:
+    // ow reaches 15 + width - 1, inside the row for width 15, into the next row for 16. (With
+    // fewer than 16 iterations the inner loop is not preferred for coalescing.)
     KernelBuilder kb("k0_rows");
     int x = kb.param("x", ScalarType::f32, false, 64);
     int y = kb.param("y", ScalarType::f32, true, 30 * 32 + 64);
     int z = kb.param("z", ScalarType::f32, true, 64);
-    kb.loop("q", 8, true, [&](Expr q) {
-      kb.store(z, q, f32c(0));  // a phase before: the block mapping
+    kb.loop("q", 8, false, [&](Expr q) {  // y does not depend on q: the block mapping
+      kb.store(z, q, f32c(0));
       kb.loop("r", 30, false, [&](Expr r) {
         Expr base = kb.let("base", r * i64c(30));
         kb.loop("c", 2, false, [&](Expr c) {
-          Expr ow0 = kb.let("ow0", min(i64c(14), c * i64c(16)));
+          Expr ow0 = kb.let("ow0", min(i64c(15), c * i64c(16)));
           kb.loop("ow", ow0, ow0 + i64c(width), false, [&](Expr ow) { kb.store(y, base + ow, kb.load(x, ow)); });
         });
       });
     });
     CudaProgram cp = print_program_cuda(one_kernel_program(kb.finish()));
     INFO("width " << width << "\n" << cp.source);
-    CHECK((cp.source.find("r = 0 + dnnc_lane") != std::string::npos) == (width == 16));
+    CHECK(only(cp).mapping == CudaMapping::block);
+    CHECK((cp.source.find("r = 0 + (i64)threadIdx.x") != std::string::npos) == (width == 15));
   }
+}
+
+// The fused conv's shape: each row r of the output is 30 wide, written in two overlapping
+// chunks of 16 columns. Lanes on rows would each touch their own cache line per load; lanes on
+// the columns of a chunk touch neighbouring elements, so the inner loop is spread.
+TEST_CASE("an inner unit-stride loop of at least 16 iterations is spread instead of its strided outer loop",
+          "[cuda][printer]") {
+  KernelBuilder kb("k0_conv_rows");
+  int x = kb.param("x", ScalarType::f32, false, 32 * 32);
+  int y = kb.param("y", ScalarType::f32, true, 30 * 30);
+  int z = kb.param("z", ScalarType::f32, true, 8);
+  kb.loop("q", 8, false, [&](Expr q) {  // y does not depend on q: the block mapping
+    kb.store(z, q, f32c(0));
+    kb.loop("r", 30, false, [&](Expr r) {
+      Expr base = kb.let("base", r * i64c(30));
+      kb.loop("c", 2, false, [&](Expr c) {
+        Expr ow0 = kb.let("ow0", min(i64c(14), c * i64c(16)));
+        kb.loop("ow", ow0, ow0 + i64c(16), false,
+                [&](Expr ow) { kb.store(y, base + ow, kb.load(x, r * i64c(32) + ow)); });
+      });
+    });
+  });
+  CudaProgram cp = print_program_cuda(one_kernel_program(kb.finish()));
+  INFO(cp.source);
+  CHECK(only(cp).mapping == CudaMapping::block);
+  CHECK(cp.source.find("r = 0 + (i64)threadIdx.x") == std::string::npos);
+  CHECK(cp.source.find("ow = ow0 + (i64)threadIdx.x") != std::string::npos);
 }
 
 TEST_CASE("a loop reading what an earlier phase wrote (but not writing it) is spread", "[cuda][printer]") {
