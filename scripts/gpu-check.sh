@@ -193,7 +193,8 @@ bench() {
     echo "$line" >>"$OUT/results.jsonl"
     log "  $name: $line"
     # DNNC_CUBLASLT_EPILOGUES=log: which activation epilogues cuBLASLt took
-    grep 'dnnc: cuda: .*cuBLASLt epilogue' "$OUT/bench.err" | sort -u | sed 's/^/    /'
+    # (and with DNNC_CUBLASLT_ALGO=tune, each candidate algorithm's time)
+    grep -E 'dnnc: cuda: .*(cuBLASLt epilogue|tuned, chose)' "$OUT/bench.err" | sort -u | sed 's/^/    /'
 
   else
     local why
@@ -208,10 +209,10 @@ bench() {
 # each config, then torch.compile (slow to start), then the epilogue A/B.
 declare -A MODEL_FILE=([mlp]=mnist_mlp [cnn]=cifar_cnn)
 CONFIGS=("mlp 128" "cnn 4" "cnn 128")
-run_dnnc() {  # run_dnnc LABEL EPILOGUES [extra args]
+run_dnnc() {  # run_dnnc LABEL EPILOGUES [extra args]; $ALGO: DNNC_CUBLASLT_ALGO
   local label=$1 epi=$2
   shift 2
-  DNNC_CUBLASLT_EPILOGUES=$epi bench "$label" 60 "$BUILD/dnnc_gpu_bench" "models/${MODEL_FILE[$BM]}.dnn" "$BB" \
+  DNNC_CUBLASLT_ALGO=${ALGO:-heuristic} DNNC_CUBLASLT_EPILOGUES=$epi bench "$label" 60 "$BUILD/dnnc_gpu_bench" "models/${MODEL_FILE[$BM]}.dnn" "$BB" \
     --samples "$SAMPLES" "$@"
 }
 run_torch() { bench "torch-$1" 75 "$PY" bench/gpu/torch_gpu_bench.py "$BM" "$BB" "$1" --samples "$SAMPLES"; }
@@ -226,6 +227,17 @@ for cfg in "${CONFIGS[@]}"; do
     log "  python3 not found: no PyTorch numbers"
   fi
 done
+for cfg in "${CONFIGS[@]}"; do
+  read -r BM BB <<<"$cfg"
+  log "benchmark $BM batch $BB: GEMM algorithms tuned (DNNC_CUBLASLT_ALGO=tune) instead of the heuristic's first"
+  ALGO=tune run_dnnc dnnc-tuned log --epochs 3 --label dnnc-tuned
+done
+BM=mlp BB=128
+log "benchmark mlp batch 128: relu/drelu as generated kernels instead of cuBLASLt epilogues"
+run_dnnc dnnc-epilogues-off off --epochs 3 --label dnnc-epilogues-off
+log "benchmark mlp batch 128: --tf32 (cuBLASLt GEMMs in TF32)"
+run_dnnc dnnc-tf32 on --epochs 3 --tf32 --label dnnc-tf32
+ALGO=tune run_dnnc dnnc-tf32-tuned log --epochs 3 --tf32 --label dnnc-tf32-tuned
 if [[ -n $PY ]]; then
   for cfg in "${CONFIGS[@]}"; do
     read -r BM BB <<<"$cfg"
@@ -233,11 +245,6 @@ if [[ -n $PY ]]; then
     run_torch compile
   done
 fi
-BM=mlp BB=128
-log "benchmark mlp batch 128: relu/drelu as generated kernels instead of cuBLASLt epilogues"
-run_dnnc dnnc-epilogues-off off --epochs 3 --label dnnc-epilogues-off
-log "benchmark mlp batch 128: --tf32 (cuBLASLt GEMMs in TF32)"
-run_dnnc dnnc-tf32 on --epochs 3 --tf32 --label dnnc-tf32
 
 # ---- 5. table -------------------------------------------------------------------------------
 if [[ -n $PY ]]; then

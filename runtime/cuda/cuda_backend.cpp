@@ -66,6 +66,11 @@ size_t elem_bytes(codegen::ScalarType t) {
   return t == codegen::ScalarType::i64 || t == codegen::ScalarType::f64 ? 8 : 4;
 }
 
+// $DNNC_CUBLASLT_ALGO=tune: how many of the heuristic's algorithms each GEMM plan times, and
+// how many timed runs each gets.
+constexpr int kTuneCandidates = 8;
+constexpr int kTuneReps = 9;
+
 // Device handles shared by the backend and its executables (which may outlive it).
 struct Context {
   int device = 0;
@@ -78,6 +83,7 @@ struct Context {
   KernelCache cache;
 
   bool log_epilogues = false;  // $DNNC_CUBLASLT_EPILOGUES=log: one stderr line per GEMM plan
+  bool tune_gemms = false;     // $DNNC_CUBLASLT_ALGO=tune: time the heuristic's candidates, keep the fastest
 
   explicit Context(const dnnc_cuda_options& o) : cache(o.cache_dir ? o.cache_dir : "") {
     gemm.tf32 = o.tf32 != 0;
@@ -89,6 +95,15 @@ struct Context {
         log_epilogues = true;
       else if (v != "on")
         throw std::runtime_error(fmt::format("DNNC_CUBLASLT_EPILOGUES is '{}'; expected on, off or log", v));
+    }
+    if (const char* e = std::getenv("DNNC_CUBLASLT_ALGO"); e && *e) {
+      std::string v = e;
+      if (v == "tune") {
+        tune_gemms = true;
+        gemm.candidates = kTuneCandidates;
+      } else if (v != "heuristic") {
+        throw std::runtime_error(fmt::format("DNNC_CUBLASLT_ALGO is '{}'; expected heuristic or tune", v));
+      }
     }
     DNNC_CUDA_CHECK(cudaGetDevice(&device));
     cudaDeviceProp prop{};
@@ -472,12 +487,32 @@ class CudaExecutable final : public Executable, public ResidentTrainer, public K
       if (plan->act() == CudaLtAct::relu_aux) mask_written[static_cast<size_t>(planned.mask)] = true;
       taken[i] = plan->act();
       if (ctx_->log_epilogues) log_gemm(i, planned.act, *plan);
+      if (ctx_->tune_gemms) tune_gemm(i, *plan);
       gemms_.push_back(std::move(plan));
     }
+    // Tuning ran the GEMMs on the (zeroed, not yet uploaded) arena: zero it again.
+    if (ctx_->tune_gemms) DNNC_CUDA_CHECK(cudaMemsetAsync(arena_, 0, arena_bytes_, ctx_->stream));
     stream_ops_ = codegen::cuda_launch_sequence(prog_, cprog_, taken);
     launched_.assign(cprog_.kernels.size(), false);
     for (const codegen::CudaStreamOp& op : stream_ops_)
       if (op.kind == codegen::CudaStreamOp::Kind::kernel) launched_[static_cast<size_t>(op.index)] = true;
+  }
+
+  // Times the plan's candidate algorithms on the arena's buffers and keeps the fastest; with
+  // $DNNC_CUBLASLT_EPILOGUES=log, one stderr line of the times.
+  void tune_gemm(size_t step, GemmPlan& plan) {
+    const codegen::GemmCall& g = prog_.steps[step].gemm;
+    const float* bias = g.bias >= 0 ? static_cast<const float*>(buf(g.bias)) : nullptr;
+    std::vector<GemmAlgoTime> times =
+        plan.tune(ctx_->stream, static_cast<const float*>(buf(g.a)), static_cast<const float*>(buf(g.b)), bias,
+                  static_cast<float*>(buf(g.c)), dev(workspace_offset_), kTuneReps);
+    if (!ctx_->log_epilogues) return;
+    std::string list;
+    for (const GemmAlgoTime& t : times)
+      list += t.us < 0 ? fmt::format(" #{} refused", t.rank) : fmt::format(" #{} {:.2f}", t.rank, t.us);
+    std::fprintf(stderr, "dnnc: cuda: %s.%s step %zu: GEMM m=%lld n=%lld k=%lld: tuned, chose #%d of %zu (us:%s)\n",
+                 prog_.module_name.c_str(), prog_.graph_name.c_str(), step, static_cast<long long>(g.m),
+                 static_cast<long long>(g.n), static_cast<long long>(g.k), plan.chosen(), times.size(), list.c_str());
   }
 
   void log_gemm(size_t step, codegen::CudaLtAct planned, const GemmPlan& plan) const {

@@ -1,6 +1,7 @@
 // cuBLASLt matmul plans for codegen::GemmCall (gemm_lt.h).
 #include "runtime/cuda/gemm_lt.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "runtime/cuda/cuda_check.h"
@@ -98,7 +99,8 @@ bool GemmPlan::build(CudaLtAct act, const GemmActRequest& req, const GemmOptions
 
   cublasLtMatmulPreference_t pref = nullptr;
   DNNC_LT_TRY(cublasLtMatmulPreferenceCreate(&pref));
-  cublasLtMatmulHeuristicResult_t result{};
+  const int want = std::max(1, options.candidates);
+  std::vector<cublasLtMatmulHeuristicResult_t> results(static_cast<size_t>(want));
   int found = 0;
   cublasStatus_t st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                                            &options.workspace_bytes, sizeof(options.workspace_bytes));
@@ -111,11 +113,14 @@ bool GemmPlan::build(CudaLtAct act, const GemmActRequest& req, const GemmOptions
     if (st == CUBLAS_STATUS_SUCCESS) st = cublasLtMatmulPreferenceSetAttribute(pref, attr, &v, sizeof(v));
   }
   if (st == CUBLAS_STATUS_SUCCESS)
-    st = cublasLtMatmulAlgoGetHeuristic(lt_, desc_, la_, lb_, lc_, lc_, pref, 1, &result, &found);
+    st = cublasLtMatmulAlgoGetHeuristic(lt_, desc_, la_, lb_, lc_, lc_, pref, want, results.data(), &found);
   cublasLtMatmulPreferenceDestroy(pref);
   DNNC_LT_TRY(st);
 #undef DNNC_LT_TRY
-  if (found < 1 || result.state != CUBLAS_STATUS_SUCCESS) {
+  candidates_.clear();
+  for (int i = 0; i < found; ++i)
+    if (results[static_cast<size_t>(i)].state == CUBLAS_STATUS_SUCCESS) candidates_.push_back(results[static_cast<size_t>(i)]);
+  if (candidates_.empty()) {
     if (optional) {
       destroy();
       return false;
@@ -123,8 +128,9 @@ bool GemmPlan::build(CudaLtAct act, const GemmActRequest& req, const GemmOptions
     throw std::runtime_error(fmt::format("cuBLASLt has no algorithm for C[{},{}] = A{}·B{} (k {}, batch {})", g.m, g.n,
                                          g.trans_a ? "ᵀ" : "", g.trans_b ? "ᵀ" : "", g.k, g.batch));
   }
-  algo_ = result.algo;
-  workspace_ = result.workspaceSize;
+  algo_ = candidates_[0].algo;
+  workspace_ = candidates_[0].workspaceSize;
+  chosen_ = 0;
   return true;
 }
 
@@ -141,15 +147,68 @@ GemmPlan::~GemmPlan() { destroy(); }
 
 void GemmPlan::run(cudaStream_t stream, const float* a, const float* b, const float* bias, float* c,
                    void* workspace) const {
+  DNNC_CUBLAS_CHECK(enqueue(stream, a, b, bias, c, workspace));
+}
+
+cublasStatus_t GemmPlan::enqueue(cudaStream_t stream, const float* a, const float* b, const float* bias, float* c,
+                                 void* workspace) const {
   const bool drelu = act_ == CudaLtAct::drelu || act_ == CudaLtAct::drelu_bgrad;
-  if (epilogue_bias_ && !drelu)
-    DNNC_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
+  if (epilogue_bias_ && !drelu) {
+    cublasStatus_t st = cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias));
+    if (st != CUBLAS_STATUS_SUCCESS) return st;
+  }
   const float alpha = p_.alpha;
   for (int64_t i = 0; i < p_.matmuls; ++i) {  // cuBLASLt's A is our B, its B our A
     float beta = i == 0 ? p_.beta_first : 1.0f;
-    DNNC_CUBLAS_CHECK(cublasLtMatmul(lt_, desc_, &alpha, b + i * p_.a_step, la_, a + i * p_.b_step, lb_, &beta, c, lc_,
-                                     c, lc_, &algo_, workspace, workspace_, stream));
+    cublasStatus_t st = cublasLtMatmul(lt_, desc_, &alpha, b + i * p_.a_step, la_, a + i * p_.b_step, lb_, &beta, c,
+                                       lc_, c, lc_, &algo_, workspace, workspace_, stream);
+    if (st != CUBLAS_STATUS_SUCCESS) return st;
   }
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+std::vector<GemmAlgoTime> GemmPlan::tune(cudaStream_t stream, const float* a, const float* b, const float* bias,
+                                         float* c, void* workspace, int reps) {
+  std::vector<GemmAlgoTime> times;
+  cudaEvent_t start = nullptr, stop = nullptr;
+  DNNC_CUDA_CHECK(cudaEventCreate(&start));
+  DNNC_CUDA_CHECK(cudaEventCreate(&stop));
+  int best = -1;
+  float best_us = 0.0f;
+  for (size_t i = 0; i < candidates_.size(); ++i) {
+    algo_ = candidates_[i].algo;
+    workspace_ = candidates_[i].workspaceSize;
+    GemmAlgoTime t;
+    t.rank = static_cast<int>(i);
+    // A warm-up run, then `reps` runs timed one by one; the median stands for the candidate.
+    bool ok = enqueue(stream, a, b, bias, c, workspace) == CUBLAS_STATUS_SUCCESS;
+    std::vector<float> us;
+    for (int r = 0; ok && r < reps; ++r) {
+      DNNC_CUDA_CHECK(cudaEventRecord(start, stream));
+      ok = enqueue(stream, a, b, bias, c, workspace) == CUBLAS_STATUS_SUCCESS;
+      DNNC_CUDA_CHECK(cudaEventRecord(stop, stream));
+      DNNC_CUDA_CHECK(cudaEventSynchronize(stop));
+      float ms = 0.0f;
+      DNNC_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+      us.push_back(ms * 1000.0f);
+    }
+    DNNC_CUDA_CHECK(cudaStreamSynchronize(stream));
+    if (ok && !us.empty()) {
+      std::nth_element(us.begin(), us.begin() + static_cast<std::ptrdiff_t>(us.size() / 2), us.end());
+      t.us = us[us.size() / 2];
+      if (best < 0 || t.us < best_us) {
+        best = static_cast<int>(i);
+        best_us = t.us;
+      }
+    }
+    times.push_back(t);
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  chosen_ = best < 0 ? 0 : best;
+  algo_ = candidates_[static_cast<size_t>(chosen_)].algo;
+  workspace_ = candidates_[static_cast<size_t>(chosen_)].workspaceSize;
+  return times;
 }
 
 }  // namespace dnnc::runtime::cuda

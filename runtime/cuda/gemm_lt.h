@@ -22,6 +22,16 @@ struct GemmOptions {
   /// Ask cuBLASLt for the activation epilogues the CUDA printer planned (codegen::CudaLtAct);
   /// off: every activation runs as its generated kernel ($DNNC_CUBLASLT_EPILOGUES=off).
   bool activation_epilogues = true;
+  /// How many algorithms to ask cuBLASLt's heuristic for: the plan runs the first unless
+  /// tune() times them all ($DNNC_CUBLASLT_ALGO=tune).
+  int candidates = 1;
+};
+
+/// One candidate algorithm's time in tune(): its rank in the heuristic's list and the median
+/// of the timed runs (negative: cuBLASLt refused to run it).
+struct GemmAlgoTime {
+  int rank = 0;
+  float us = -1.0f;
 };
 
 /// The activation epilogue asked of a plan, with its device buffers (fixed for the plan's life:
@@ -48,6 +58,14 @@ class GemmPlan {
   /// else unused: the caller has filled C with the bias and the plan accumulates (beta 1).
   void run(cudaStream_t stream, const float* a, const float* b, const float* bias, float* c, void* workspace) const;
 
+  /// Runs each candidate algorithm `reps` times on `stream` with these buffers (which it
+  /// overwrites: C, and the activation mask or bias gradient of the epilogue) and keeps the
+  /// fastest. Synchronizes the stream. Returns every candidate's time, in heuristic order.
+  std::vector<GemmAlgoTime> tune(cudaStream_t stream, const float* a, const float* b, const float* bias, float* c,
+                                 void* workspace, int reps);
+  /// The chosen algorithm's rank in the heuristic's list (0 unless tune() found a faster one).
+  int chosen() const { return chosen_; }
+
   /// The activation epilogue cuBLASLt runs (none: the caller launches the generated kernels).
   codegen::CudaLtAct act() const { return act_; }
   /// The epilogues asked for and not available, in order (for the log).
@@ -58,6 +76,8 @@ class GemmPlan {
   // Descriptors for `act`; false (nothing kept) if cuBLASLt has no algorithm for it.
   bool build(codegen::CudaLtAct act, const GemmActRequest& req, const GemmOptions& options);
   void destroy();
+  cublasStatus_t enqueue(cudaStream_t stream, const float* a, const float* b, const float* bias, float* c,
+                         void* workspace) const;
 
   cublasLtHandle_t lt_;
   codegen::GemmCall g_;
@@ -69,6 +89,8 @@ class GemmPlan {
   cublasLtMatrixLayout_t la_ = nullptr, lb_ = nullptr, lc_ = nullptr;
   cublasLtMatmulAlgo_t algo_{};
   size_t workspace_ = 0;
+  std::vector<cublasLtMatmulHeuristicResult_t> candidates_;  // heuristic order, all runnable
+  int chosen_ = 0;
 };
 
 }  // namespace dnnc::runtime::cuda

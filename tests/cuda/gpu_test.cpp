@@ -158,6 +158,12 @@ struct EpiloguesEnv {
   ~EpiloguesEnv() { unsetenv("DNNC_CUBLASLT_EPILOGUES"); }
 };
 
+// $DNNC_CUBLASLT_ALGO for one scope.
+struct AlgoEnv {
+  explicit AlgoEnv(const char* v) { setenv("DNNC_CUBLASLT_ALGO", v, 1); }
+  ~AlgoEnv() { unsetenv("DNNC_CUBLASLT_ALGO"); }
+};
+
 }  // namespace
 
 TEST_CASE("cuda equals reference: mnist_mlp", "[gpu]") { check_model("mnist_mlp", 6); }
@@ -181,6 +187,22 @@ TEST_CASE("DNNC_CUBLASLT_EPILOGUES must be on, off or log", "[gpu][epilogue]") {
   EpiloguesEnv bad("maybe");
   CHECK_THROWS_WITH(runtime::cuda::make_cuda_backend(test_options()),
                     Catch::Contains("DNNC_CUBLASLT_EPILOGUES is 'maybe'"));
+}
+
+// Tuning times every candidate algorithm on the arena before the first step and zeroes it
+// again: the trajectory still equals the reference (within fp32 tolerance: another algorithm
+// may sum in another order), epilogues and all.
+TEST_CASE("cuda equals reference with tuned GEMM algorithms", "[gpu][tune]") {
+  AlgoEnv tune("tune");
+  check_model("mnist_mlp", 128);
+  check_model("cifar_cnn", 4);
+  check_model("tests/cpu/models/mlp_acts.dnn", 6);
+}
+
+TEST_CASE("DNNC_CUBLASLT_ALGO must be heuristic or tune", "[gpu][tune]") {
+  AlgoEnv bad("fastest");
+  CHECK_THROWS_WITH(runtime::cuda::make_cuda_backend(test_options()),
+                    Catch::Contains("DNNC_CUBLASLT_ALGO is 'fastest'"));
 }
 
 // Every registered op (tests/cpu/ops_graph.h: one small case of each, every result an output)
