@@ -153,7 +153,7 @@ inline constexpr int64_t kCudaParallelMinWork = 1;
 /// out-channel per pass (a GPU needs the parallelism more than the input reuse; 8 spilled
 /// registers on sm_80); the conv bias gradient as a kernel of its own (pool_bias_grad_fused);
 /// per-image sums with the elements outermost (image_sums_outer); channel sums in two stages
-/// (two_stage_sums).
+/// (two_stage_sums); the fused conv forward over bands of rows (conv_row_bands).
 inline LowerOptions cuda_lower_options() {
   LowerOptions o;
   o.parallel_min_work = kCudaParallelMinWork;
@@ -164,6 +164,7 @@ inline LowerOptions cuda_lower_options() {
   o.pool_bias_grad_fused = false;
   o.image_sums_outer = false;
   o.two_stage_sums = true;
+  o.conv_row_bands = true;
   return o;
 }
 

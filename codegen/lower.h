@@ -34,6 +34,12 @@ struct LowerOptions {
   // K summing R0 * R1 elements each, or, on, two kernels: sums over R1 for each (R0, K) row into
   // scratch, then over R0 (a GPU needs R0 * K parallel rows, not K; the cuda backend).
   bool two_stage_sums = false;
+  // The fused conv(+chain)(+maxpool) forward's parallel loop over (image, out-channel) planes
+  // also runs over bands of rows: one pooled row (its stride's conv rows) or, without a pool,
+  // one conv row; only where a band's pooled rows read conv rows of that band alone (unpadded
+  // pools with window rows <= stride). A GPU needs the items (64 planes at the seed CNN's batch
+  // 4); a CPU core is better off with whole planes (the cuda backend turns it on).
+  bool conv_row_bands = false;
 };
 
 /// Lowers graph `g` (of module `m`) with the batch dim bound to `batch`. `groups` lists the

@@ -84,9 +84,15 @@ std::vector<std::vector<int>> chain_operands(KernelDraft& d, LowerCtx& ctx, cons
 // Max pooling of one plane (x at xbase, y at ybase). Unpadded windows (always inside the plane)
 // are unrolled into selects so the loop over output columns vectorizes; padded ones use the
 // clipped-window loop. Same result as the reference: the first maximum, NaN propagating.
-void maxpool_plane(KernelBuilder& kb, const PoolGeom& g, int x, Expr xbase, int y, Expr ybase) {
+// Output rows [ph_begin, ph_end) if given, else all.
+void maxpool_plane(KernelBuilder& kb, const PoolGeom& g, int x, Expr xbase, int y, Expr ybase, Expr ph_begin = {},
+                   Expr ph_end = {}) {
   bool unrolled = g.p0 == 0 && g.p1 == 0 && g.k0 * g.k1 <= 64;
-  kb.loop("ph", g.ho, false, [&](Expr oh) {
+  if (!ph_begin) {
+    ph_begin = i64c(0);
+    ph_end = i64c(g.ho);
+  }
+  kb.loop("ph", ph_begin, ph_end, false, [&](Expr oh) {
     if (!unrolled) {
       kb.loop("pw", g.wo, false, [&](Expr ow) {
         Expr best_val;
@@ -162,9 +168,20 @@ size_t lower_conv_chain_pool(LowerCtx& ctx, const std::vector<const ir::Node*>& 
     int64_t blk = ctx.options.conv_channels_per_pass;
     while (blk > 1 && g.og % blk != 0) blk /= 2;
     int64_t nblk = g.o / blk;
-    kb.loop("bq", g.b * nblk, par && g.b * nblk > 1, [&](Expr bq) {
-      Expr b = kb.let("b", bq / i64c(nblk));
-      Expr o0 = kb.let("o0", bq % i64c(nblk) * i64c(blk));
+    // Row bands (LowerOptions::conv_row_bands): band t computes conv rows [t*band, t*band +
+    // band) (the last band also the rows after the last pooled one) and pools row t.
+    const bool bands = ctx.options.conv_row_bands &&
+                       (!pool || (pg.p0 == 0 && pg.p1 == 0 && pg.k0 <= pg.s0 && pg.k0 * pg.k1 <= 64));
+    const int64_t band = pool ? pg.s0 : 1;
+    const int64_t nbands = bands ? (pool ? pg.ho : g.ho) : 1;
+    kb.loop("bq", g.b * nblk * nbands, par && g.b * nblk * nbands > 1, [&](Expr bq) {
+      Expr t, q = bq;
+      if (bands) {
+        t = kb.let("band", bq % i64c(nbands));
+        q = kb.let("plane", bq / i64c(nbands));
+      }
+      Expr b = kb.let("b", q / i64c(nblk));
+      Expr o0 = kb.let("o0", q % i64c(nblk) * i64c(blk));
       Expr c0 = g.groups == 1 ? i64c(0) : kb.let("c0", o0 / i64c(g.og) * i64c(g.cg));
       Expr xbase = kb.let("xbase", (b * i64c(g.c) + c0) * i64c(g.h * g.w));
       Expr ybase = kb.let("ybase", (b * i64c(g.o) + o0) * i64c(g.p()));
@@ -176,7 +193,15 @@ size_t lower_conv_chain_pool(LowerCtx& ctx, const std::vector<const ir::Node*>& 
           wv[static_cast<size_t>(j)].push_back(kb.let("w", kb.load(w, wbase + i64c(t))));
         init[static_cast<size_t>(j)] = has_bias ? kb.let("bias", kb.load(bias, o0 + i64c(j))) : f32c(0);
       }
-      kb.loop("oh", g.ho, false, [&](Expr oh) {
+      Expr oh_begin = i64c(0), oh_end = i64c(g.ho);
+      if (bands) {
+        oh_begin = kb.let("oh_lo", t * i64c(band));
+        if (nbands * band >= g.ho)
+          oh_end = kb.let("oh_hi", min(oh_begin + i64c(band), i64c(g.ho)));
+        else  // conv rows after the last pooled row: the last band's
+          oh_end = kb.let("oh_hi", select(eq(t, i64c(nbands - 1)), i64c(g.ho), oh_begin + i64c(band)));
+      }
+      kb.loop("oh", oh_begin, oh_end, false, [&](Expr oh) {
         Expr row = kb.let("row", xbase + oh * i64c(g.s0 * g.w));
         Expr yrow = kb.let("yrow", ybase + oh * i64c(g.wo));
         vector_chunks(kb, "ow", g.wo, [&](Expr ow, Expr) {  // idempotent stores: overlap is harmless
@@ -202,8 +227,8 @@ size_t lower_conv_chain_pool(LowerCtx& ctx, const std::vector<const ir::Node*>& 
       });
       if (pool)
         for (int64_t j = 0; j < blk; ++j)
-          maxpool_plane(kb, pg, y, ybase + i64c(j * g.p()), py,
-                        (b * i64c(g.o) + o0 + i64c(j)) * i64c(pg.ho * pg.wo));
+          maxpool_plane(kb, pg, y, ybase + i64c(j * g.p()), py, (b * i64c(g.o) + o0 + i64c(j)) * i64c(pg.ho * pg.wo),
+                        bands ? t : Expr{}, bands ? t + i64c(1) : Expr{});
     });
     ctx.emit(std::move(d));
     return inside.size();

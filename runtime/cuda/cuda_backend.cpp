@@ -67,9 +67,9 @@ size_t elem_bytes(codegen::ScalarType t) {
 }
 
 // $DNNC_CUBLASLT_ALGO=tune: how many of the heuristic's algorithms each GEMM plan times, and
-// how many timed runs each gets.
+// how many matmuls the graph that times each one holds.
 constexpr int kTuneCandidates = 8;
-constexpr int kTuneReps = 9;
+constexpr int kTuneReps = 20;
 
 // Device handles shared by the backend and its executables (which may outlive it).
 struct Context {

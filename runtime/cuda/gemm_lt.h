@@ -58,9 +58,10 @@ class GemmPlan {
   /// else unused: the caller has filled C with the bias and the plan accumulates (beta 1).
   void run(cudaStream_t stream, const float* a, const float* b, const float* bias, float* c, void* workspace) const;
 
-  /// Runs each candidate algorithm `reps` times on `stream` with these buffers (which it
-  /// overwrites: C, and the activation mask or bias gradient of the epilogue) and keeps the
-  /// fastest. Synchronizes the stream. Returns every candidate's time, in heuristic order.
+  /// Times each candidate algorithm on `stream` with these buffers (which it overwrites: C, and
+  /// the activation mask or bias gradient of the epilogue) as a CUDA graph of `reps` matmuls,
+  /// and keeps the fastest. Synchronizes the stream. Returns every candidate's time per matmul,
+  /// in heuristic order.
   std::vector<GemmAlgoTime> tune(cudaStream_t stream, const float* a, const float* b, const float* bias, float* c,
                                  void* workspace, int reps);
   /// The chosen algorithm's rank in the heuristic's list (0 unless tune() found a faster one).

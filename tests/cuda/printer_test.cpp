@@ -475,3 +475,21 @@ TEST_CASE("a DRELU is planned only when its mask is the last write of a relu GEM
     CHECK(cp.step_col_sums[dh2] == -1);
   }
 }
+
+// The seed CNN at batch 4 has 64 (image, channel) planes: too few warps for a GPU (the H200's
+// 132 SMs ran the whole-plane conv in 38 us). Each warp takes one pooled row and its two conv
+// rows instead (conv_row_bands), lanes along the row (coalesced).
+TEST_CASE("seed CNN: the fused conv/pool runs one warp per pooled row of each plane", "[cuda][printer]") {
+  ir::Module m = test::cuda_pipeline_model("models/cifar_cnn.dnn");
+  Program p = test::cuda_lower(m, "train_step", 4);
+  CudaProgram cp = print_program_cuda(p);
+  const CudaKernel* conv = nullptr;
+  for (const CudaKernel& k : cp.kernels)
+    if (k.name.find("conv2d_pool") != std::string::npos) conv = &k;
+  REQUIRE(conv != nullptr);
+  INFO(cp.source);
+  CHECK(conv->mapping == CudaMapping::grid_warp);
+  CHECK(conv->launch.grid * conv->launch.block / 32 == 4 * 16 * 15);  // images x channels x pooled rows
+  CHECK(cp.source.find("bq < 960; bq += (dnnc_nthreads >> 5)") != std::string::npos);
+  CHECK(cp.source.find("for (i64 ow = ow0 + dnnc_lane;") != std::string::npos);
+}
