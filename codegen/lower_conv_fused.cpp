@@ -40,8 +40,8 @@ Chain chain_after(const LowerCtx& ctx, const std::vector<const ir::Node*>& nodes
     if (ctx.shape(n.outputs[0]) != shape || !is_f32(ctx, n.outputs[0])) break;
     bool ok = true;
     for (size_t i = 1; i < n.inputs.size() && ok; ++i) {
-      bool contiguous = i >= op.operand_strides.size() || op.operand_strides[i].empty() ||
-                        op.operand_strides[i] == strides_of(shape);
+      bool contiguous =
+          i >= op.operand_strides.size() || op.operand_strides[i].empty() || op.operand_strides[i] == strides_of(shape);
       // Not a value of the group itself (those may live in registers only).
       ok = contiguous && ctx.shape(n.inputs[i]) == shape && is_f32(ctx, n.inputs[i]) && n.inputs[i] != cur &&
            n.inputs[i] != start;
@@ -108,7 +108,9 @@ void maxpool_plane(KernelBuilder& kb, const PoolGeom& g, int x, Expr xbase, int 
       for (int64_t r = 0; r < g.k0; ++r)
         for (int64_t q = 0; q < g.k1; ++q) {
           Expr v = kb.let("v", kb.load(x, col + i64c(r * g.w + q)));
-          best = !best ? v : kb.let("m", select(binary(BinaryOp::logical_or, gt(v, best), unary(UnaryOp::is_nan, v)), v, best));
+          best = !best ? v
+                       : kb.let("m",
+                                select(binary(BinaryOp::logical_or, gt(v, best), unary(UnaryOp::is_nan, v)), v, best));
         }
       kb.store(y, ybase + oh * i64c(g.wo) + ow, best);
     });
@@ -128,7 +130,8 @@ size_t lower_conv_chain_pool(LowerCtx& ctx, const std::vector<const ir::Node*>& 
   ir::ValueId last = chain.nodes.empty() ? conv.outputs[0] : chain.nodes.back()->outputs[0];
   size_t j = i + 1 + chain.nodes.size();
   const ir::Node* pool = nullptr;
-  if (j < nodes.size() && nodes[j]->op == "maxpool2d" && nodes[j]->inputs[0] == last && is_f32(ctx, nodes[j]->outputs[0]))
+  if (j < nodes.size() && nodes[j]->op == "maxpool2d" && nodes[j]->inputs[0] == last &&
+      is_f32(ctx, nodes[j]->outputs[0]))
     pool = nodes[j];
   if (chain.nodes.empty() && !pool) return 0;
   std::vector<const ir::Node*> inside{&conv};
@@ -170,8 +173,8 @@ size_t lower_conv_chain_pool(LowerCtx& ctx, const std::vector<const ir::Node*>& 
     int64_t nblk = g.o / blk;
     // Row bands (LowerOptions::conv_row_bands): band t computes conv rows [t*band, t*band +
     // band) (the last band also the rows after the last pooled one) and pools row t.
-    const bool bands = ctx.options.conv_row_bands &&
-                       (!pool || (pg.p0 == 0 && pg.p1 == 0 && pg.k0 <= pg.s0 && pg.k0 * pg.k1 <= 64));
+    const bool bands =
+        ctx.options.conv_row_bands && (!pool || (pg.p0 == 0 && pg.p1 == 0 && pg.k0 <= pg.s0 && pg.k0 * pg.k1 <= 64));
     const int64_t band = pool ? pg.s0 : 1;
     const int64_t nbands = bands ? (pool ? pg.ho : g.ho) : 1;
     kb.loop("bq", g.b * nblk * nbands, par && g.b * nblk * nbands > 1, [&](Expr bq) {

@@ -363,7 +363,6 @@ class CudaExecutable final : public Executable, public ResidentTrainer, public K
     Events& operator=(const Events&) = delete;
   };
 
-
   [[noreturn]] void fail(const std::string& msg) const {
     throw std::runtime_error(
         fmt::format("cuda backend ({}.{}, batch {}): {}", prog_.module_name, prog_.graph_name, prog_.batch, msg));

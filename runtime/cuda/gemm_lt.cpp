@@ -92,7 +92,8 @@ bool GemmPlan::build(CudaLtAct act, const GemmActRequest& req, const GemmOptions
         cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &req.mask_ld, sizeof(req.mask_ld)));
   }
   if (act == CudaLtAct::drelu_bgrad)
-    DNNC_LT_TRY(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &req.bgrad, sizeof(req.bgrad)));
+    DNNC_LT_TRY(
+        cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &req.bgrad, sizeof(req.bgrad)));
   la_ = layout(p_.a);
   lb_ = layout(p_.b);
   lc_ = layout(p_.c);
@@ -119,7 +120,8 @@ bool GemmPlan::build(CudaLtAct act, const GemmActRequest& req, const GemmOptions
 #undef DNNC_LT_TRY
   candidates_.clear();
   for (int i = 0; i < found; ++i)
-    if (results[static_cast<size_t>(i)].state == CUBLAS_STATUS_SUCCESS) candidates_.push_back(results[static_cast<size_t>(i)]);
+    if (results[static_cast<size_t>(i)].state == CUBLAS_STATUS_SUCCESS)
+      candidates_.push_back(results[static_cast<size_t>(i)]);
   if (candidates_.empty()) {
     if (optional) {
       destroy();

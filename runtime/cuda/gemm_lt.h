@@ -38,8 +38,8 @@ struct GemmAlgoTime {
 /// cuBLASLt's heuristic reads their alignment).
 struct GemmActRequest {
   codegen::CudaLtAct act = codegen::CudaLtAct::none;
-  void* mask = nullptr;  // relu_aux: written; drelu, drelu_bgrad: read (a CudaReluMask)
-  int64_t mask_ld = 0;   // bits
+  void* mask = nullptr;    // relu_aux: written; drelu, drelu_bgrad: read (a CudaReluMask)
+  int64_t mask_ld = 0;     // bits
   float* bgrad = nullptr;  // drelu_bgrad: receives C's column sums
 };
 
