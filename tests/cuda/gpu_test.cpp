@@ -152,16 +152,17 @@ void check_golden(const std::string& model) {
   }
 }
 
-// $DNNC_CUBLASLT_EPILOGUES for one scope (the backend reads it when it is made).
-struct EpiloguesEnv {
-  explicit EpiloguesEnv(const char* v) { setenv("DNNC_CUBLASLT_EPILOGUES", v, 1); }
-  ~EpiloguesEnv() { unsetenv("DNNC_CUBLASLT_EPILOGUES"); }
-};
+// An environment variable set for one scope (the backend reads $DNNC_CUBLASLT_EPILOGUES and
+// $DNNC_CUBLASLT_ALGO when it is made).
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) { setenv(name, value, 1); }
+  ~ScopedEnv() { unsetenv(name_); }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
 
-// $DNNC_CUBLASLT_ALGO for one scope.
-struct AlgoEnv {
-  explicit AlgoEnv(const char* v) { setenv("DNNC_CUBLASLT_ALGO", v, 1); }
-  ~AlgoEnv() { unsetenv("DNNC_CUBLASLT_ALGO"); }
+ private:
+  const char* name_;
 };
 
 }  // namespace
@@ -178,13 +179,13 @@ TEST_CASE("cuda equals reference at batch 128: mnist_mlp", "[gpu]") { check_mode
 TEST_CASE("cuda equals reference: GEMM activation epilogues", "[gpu][epilogue]") {
   check_model("tests/cpu/models/mlp_acts.dnn", 6);
   check_model("tests/cpu/models/mlp_acts.dnn", 128);
-  EpiloguesEnv off("off");
+  ScopedEnv off("DNNC_CUBLASLT_EPILOGUES", "off");
   check_model("tests/cpu/models/mlp_acts.dnn", 6);
   check_model("mnist_mlp", 6);
 }
 
 TEST_CASE("DNNC_CUBLASLT_EPILOGUES must be on, off or log", "[gpu][epilogue]") {
-  EpiloguesEnv bad("maybe");
+  ScopedEnv bad("DNNC_CUBLASLT_EPILOGUES", "maybe");
   CHECK_THROWS_WITH(runtime::cuda::make_cuda_backend(test_options()),
                     Catch::Contains("DNNC_CUBLASLT_EPILOGUES is 'maybe'"));
 }
@@ -193,14 +194,14 @@ TEST_CASE("DNNC_CUBLASLT_EPILOGUES must be on, off or log", "[gpu][epilogue]") {
 // again: the trajectory still equals the reference (within fp32 tolerance: another algorithm
 // may sum in another order), epilogues and all.
 TEST_CASE("cuda equals reference with tuned GEMM algorithms", "[gpu][tune]") {
-  AlgoEnv tune("tune");
+  ScopedEnv tune("DNNC_CUBLASLT_ALGO", "tune");
   check_model("mnist_mlp", 128);
   check_model("cifar_cnn", 4);
   check_model("tests/cpu/models/mlp_acts.dnn", 6);
 }
 
 TEST_CASE("DNNC_CUBLASLT_ALGO must be heuristic or tune", "[gpu][tune]") {
-  AlgoEnv bad("fastest");
+  ScopedEnv bad("DNNC_CUBLASLT_ALGO", "fastest");
   CHECK_THROWS_WITH(runtime::cuda::make_cuda_backend(test_options()),
                     Catch::Contains("DNNC_CUBLASLT_ALGO is 'fastest'"));
 }
