@@ -8,6 +8,7 @@
 
 #include "cli/commands.h"
 #include "frontend/frontend.h"
+#include "ir/check.h"
 #include "ir/parser.h"
 #include "ir/verifier.h"
 
@@ -38,6 +39,11 @@ int guarded(const std::function<int()>& body) {
     return 1;
   } catch (const ir::VerifyError& e) {
     std::cerr << "dnnc: internal error: IR verification failed: " << e.what() << "\n";
+    return 3;
+  } catch (const InternalError& e) {
+    // A broken invariant: dnnc's bug, not the user's. Exit 3 keeps it apart from user errors.
+    std::cerr << "dnnc: " << e.what() << "\n"
+              << "dnnc: this is a bug in dnnc, not in the model; please report it with the model file and command\n";
     return 3;
   } catch (const std::invalid_argument& e) {
     std::cerr << "dnnc: error: " << e.what() << "\n";

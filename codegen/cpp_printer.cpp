@@ -3,12 +3,13 @@
 
 #include <fmt/format.h>
 
-#include <cassert>
-#include <climits>
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <map>
 #include <set>
+
+#include "ir/check.h"
 
 namespace dnnc::codegen {
 
@@ -114,7 +115,7 @@ std::string print(const Expr& e, const std::vector<KernelParam>& params) {
       return fmt::format("({} {} {})", a, op, b);
     }
   }
-  assert(false && "unknown expression kind");
+  DNNC_UNREACHABLE("unknown expression kind");
   return "";
 }
 
@@ -408,7 +409,8 @@ std::string epilogue_gemm_rows(const GemmCall& g, const Kernel& k, const std::ve
 // column-sum buffer (each thread sums the columns of its rows into its own partial sums).
 std::string gemm_epilogue_function(const Program& p, const Step& s, const std::string& name) {
   const GemmCall& g = s.gemm;
-  assert(g.batch == 1 && g.ldc == g.n && g.bias_kind != GemmCall::Bias::per_row && "epilogue GEMMs are single, dense");
+  DNNC_CHECK(g.batch == 1 && g.ldc == g.n && g.bias_kind != GemmCall::Bias::per_row,
+             "epilogue GEMMs are single, dense");
   const Kernel& k = p.kernels.at(static_cast<size_t>(g.epilogue));
   std::string out = print_kernel_cpp(k, {fmt::format("epilogue of {}: elements [begin, end) of C", name)});
   print_comment(out, s.comment);
@@ -446,7 +448,8 @@ std::string gemm_epilogue_function(const Program& p, const Step& s, const std::s
 // A co-scheduled GEMM's rows [r0, r1): bias, product and epilogue (no column sums).
 std::string gemm_rows_function(const Program& p, const Step& s, const std::string& name) {
   const GemmCall& g = s.gemm;
-  assert(g.col_sums < 0 && g.batch == 1 && g.ldc == g.n && g.bias_kind != GemmCall::Bias::per_row);
+  DNNC_CHECK(g.col_sums < 0 && g.batch == 1 && g.ldc == g.n && g.bias_kind != GemmCall::Bias::per_row,
+             "a co-scheduled GEMM is single and dense, without column sums or a per-row bias");
   const Kernel& k = p.kernels.at(static_cast<size_t>(g.epilogue));
   std::string out = print_kernel_cpp(k, {fmt::format("epilogue of {}: elements [begin, end) of C", name)});
   print_comment(out, s.comment);
@@ -491,7 +494,7 @@ std::string gemm_group_function(const Program& p, size_t first, size_t last, con
 std::string gemm_function(const Program& p, const Step& s, const std::string& name) {
   const GemmCall& g = s.gemm;
   if (g.epilogue >= 0) return gemm_epilogue_function(p, s, name);
-  assert(g.first_step < 0 && g.col_sums < 0 && "step-dependent scaling and column sums need an epilogue");
+  DNNC_CHECK(g.first_step < 0 && g.col_sums < 0, "step-dependent scaling and column sums need an epilogue");
   std::string out;
   print_comment(out, s.comment);
   std::string prod = fmt::format("C[{},{}] = A{} · B{}", g.m, g.n, g.trans_a ? "ᵀ" : "", g.trans_b ? "ᵀ" : "");
@@ -517,7 +520,7 @@ std::string gemm_function(const Program& p, const Step& s, const std::string& na
     beta = 1.0f;
   }
   if (g.threads == GemmCall::Threads::split_k) {
-    assert(g.batch == 1 && !bias && g.beta == 0.0f && "split_k takes one problem, no bias, beta 0");
+    DNNC_CHECK(g.batch == 1 && !bias && g.beta == 0.0f, "split_k takes one problem, no bias, beta 0");
     out += fmt::format("  dnnc_sgemm_split_k({}, {}, {}, {}, {}, {}, a, {}, b, {}, c, {});\n}}\n",
                        g.trans_a ? "true" : "false", g.trans_b ? "true" : "false", g.m, g.n, g.k,
                        cpp_float_literal(g.alpha), g.lda, g.ldb, g.ldc);

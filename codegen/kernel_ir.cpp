@@ -2,8 +2,9 @@
 #include "codegen/kernel_ir.h"
 
 #include <algorithm>
-#include <cassert>
 #include <cmath>
+
+#include "ir/check.h"
 
 namespace dnnc::codegen {
 
@@ -44,7 +45,7 @@ const char* binary_op_c_token(BinaryOp op) {
 }
 
 ScalarType Expr::type() const {
-  assert(node_ && "type() of an empty Expr");
+  DNNC_CHECK(node_, "type() of an empty Expr");
   return node_->type;
 }
 
@@ -150,7 +151,7 @@ Expr constant(ScalarType t, double v) {
     case ScalarType::boolean:
       break;
   }
-  assert(false && "no constants of type bool");
+  DNNC_UNREACHABLE("no constants of type bool");
   return {};
 }
 
@@ -172,32 +173,32 @@ Expr unary(UnaryOp op, Expr a) {
     if (is_int_const(a, &v) && a.type() == ScalarType::i64) return i64c(-v);
   }
   if (op != UnaryOp::neg && op != UnaryOp::abs && op != UnaryOp::logical_not)
-    assert(is_float(a.type()) && "transcendental ops take floats");
-  if (op == UnaryOp::logical_not) assert(a.type() == ScalarType::boolean && "logical_not takes a bool");
+    DNNC_CHECK(is_float(a.type()), "transcendental ops take floats");
+  if (op == UnaryOp::logical_not) DNNC_CHECK(a.type() == ScalarType::boolean, "logical_not takes a bool");
   n.args = {std::move(a)};
   return make(std::move(n));
 }
 
 Expr binary(BinaryOp op, Expr a, Expr b) {
-  assert(a && b && "binary of an empty Expr");
-  assert(a.type() == b.type() && "binary operands must have the same type");
+  DNNC_CHECK(a && b, "binary of an empty Expr");
+  DNNC_CHECK(a.type() == b.type(), "binary operands must have the same type");
   if (Expr f = fold(op, a, b)) return f;
   ExprNode n;
   n.kind = ExprKind::binary;
   n.binary = op;
   if (op == BinaryOp::logical_and || op == BinaryOp::logical_or)
-    assert(a.type() == ScalarType::boolean && "logical ops take bools");
+    DNNC_CHECK(a.type() == ScalarType::boolean, "logical ops take bools");
   if (op == BinaryOp::bit_xor || op == BinaryOp::shr || op == BinaryOp::shl)
-    assert(a.type() == ScalarType::u64 && "bit ops take u64");
-  if (op == BinaryOp::pow) assert(is_float(a.type()) && "pow takes floats");
+    DNNC_CHECK(a.type() == ScalarType::u64, "bit ops take u64");
+  if (op == BinaryOp::pow) DNNC_CHECK(is_float(a.type()), "pow takes floats");
   n.type = is_comparison(op) ? ScalarType::boolean : a.type();
   n.args = {std::move(a), std::move(b)};
   return make(std::move(n));
 }
 
 Expr select(Expr cond, Expr then_value, Expr else_value) {
-  assert(cond.type() == ScalarType::boolean && "select needs a bool condition");
-  assert(then_value.type() == else_value.type() && "select branches must have the same type");
+  DNNC_CHECK(cond.type() == ScalarType::boolean, "select needs a bool condition");
+  DNNC_CHECK(then_value.type() == else_value.type(), "select branches must have the same type");
   ExprNode n;
   n.kind = ExprKind::select;
   n.type = then_value.type();
@@ -288,8 +289,8 @@ Expr KernelBuilder::index_param(const std::string& name) {
 }
 
 Expr KernelBuilder::load(int p, Expr index) const {
-  assert(p >= 0 && p < static_cast<int>(k_.params.size()) && "load of an unknown param");
-  assert(index.type() == ScalarType::i64 && "indices are i64");
+  DNNC_CHECK(p >= 0 && p < static_cast<int>(k_.params.size()), "load of an unknown param");
+  DNNC_CHECK(index.type() == ScalarType::i64, "indices are i64");
   ExprNode n;
   n.kind = ExprKind::load;
   n.type = k_.params[static_cast<size_t>(p)].type;
@@ -301,8 +302,8 @@ Expr KernelBuilder::load(int p, Expr index) const {
 void KernelBuilder::push(Stmt s) { stack_.back()->push_back(std::move(s)); }
 
 void KernelBuilder::store(int p, Expr index, Expr value) {
-  assert(k_.params.at(static_cast<size_t>(p)).written && "store to a read-only param");
-  assert(value.type() == param_type(p) && "stored value must have the buffer's type");
+  DNNC_CHECK(k_.params.at(static_cast<size_t>(p)).written, "store to a read-only param");
+  DNNC_CHECK(value.type() == param_type(p), "stored value must have the buffer's type");
   auto s = std::make_shared<StmtNode>();
   s->kind = StmtKind::store;
   s->param = p;
@@ -333,7 +334,7 @@ Expr KernelBuilder::let(const std::string& base, ScalarType t, Expr value) {
 }
 
 void KernelBuilder::assign(const Expr& v, Expr value) {
-  assert(v->kind == ExprKind::var && "assign to a non-variable");
+  DNNC_CHECK(v->kind == ExprKind::var, "assign to a non-variable");
   auto s = std::make_shared<StmtNode>();
   s->kind = StmtKind::assign;
   s->var = v->name;
@@ -344,8 +345,8 @@ void KernelBuilder::assign(const Expr& v, Expr value) {
 
 void KernelBuilder::loop(const std::string& base, Expr begin, Expr end, bool parallel,
                          const std::function<void(Expr)>& body) {
-  assert(begin.type() == ScalarType::i64 && end.type() == ScalarType::i64 && "loop bounds are i64");
-  assert(!(parallel && parallel_depth_ > 0) && "nested parallel loops");
+  DNNC_CHECK(begin.type() == ScalarType::i64 && end.type() == ScalarType::i64, "loop bounds are i64");
+  DNNC_CHECK(!(parallel && parallel_depth_ > 0), "nested parallel loops");
   auto s = std::make_shared<StmtNode>();
   s->kind = StmtKind::loop;
   s->var = fresh(base);
@@ -367,7 +368,7 @@ void KernelBuilder::loop(const std::string& base, int64_t extent, bool parallel,
 }
 
 void KernelBuilder::if_(Expr cond, const std::function<void()>& body) {
-  assert(cond.type() == ScalarType::boolean && "if needs a bool condition");
+  DNNC_CHECK(cond.type() == ScalarType::boolean, "if needs a bool condition");
   auto s = std::make_shared<StmtNode>();
   s->kind = StmtKind::if_;
   s->cond = std::move(cond);
@@ -378,8 +379,8 @@ void KernelBuilder::if_(Expr cond, const std::function<void()>& body) {
 }
 
 void KernelBuilder::fail(Expr cond, std::string message) {
-  assert(parallel_depth_ == 0 && "fail inside a parallel loop");
-  assert(cond.type() == ScalarType::boolean && "fail needs a bool condition");
+  DNNC_CHECK(parallel_depth_ == 0, "fail inside a parallel loop");
+  DNNC_CHECK(cond.type() == ScalarType::boolean, "fail needs a bool condition");
   k_.errors.push_back(std::move(message));
   int code = static_cast<int>(k_.errors.size());
   auto s = std::make_shared<StmtNode>();
@@ -397,7 +398,7 @@ std::string KernelBuilder::fresh(const std::string& base) {
 }
 
 Kernel KernelBuilder::finish() {
-  assert(stack_.size() == 1 && "finish() with an open block");
+  DNNC_CHECK(stack_.size() == 1, "finish() with an open block");
   return std::move(k_);
 }
 

@@ -5,7 +5,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cassert>
 #include <cctype>
 #include <functional>
 #include <set>
@@ -13,6 +12,7 @@
 
 #include "codegen/coschedule.h"
 #include "codegen/lower_ctx.h"
+#include "ir/check.h"
 #include "ir/op_registry.h"
 #include "ir/printer.h"
 
@@ -31,7 +31,7 @@ int64_t product(const Dims& shape) {
 }
 
 Expr floordiv(Expr a, int64_t s, int64_t min_a) {
-  assert(s > 0 && "floordiv by a non-positive number");
+  DNNC_CHECK(s > 0, "floordiv by a non-positive number");
   int64_t shift = min_a < 0 ? (-min_a + s - 1) / s : 0;
   if (shift == 0) return a / i64c(s);
   return (a + i64c(shift * s)) / i64c(s) - i64c(shift);
@@ -116,7 +116,7 @@ int KernelDraft::add(int buffer, bool written) {
   const Buffer& b = ctx_.prog.buffers.at(static_cast<size_t>(buffer));
   int p = kb.param(b.name, b.dtype, written, b.numel());
   args.push_back(buffer);
-  assert(p == static_cast<int>(args.size()) - 1 && "params and args out of step");
+  DNNC_CHECK(p == static_cast<int>(args.size()) - 1, "params and args out of step");
   return p;
 }
 
@@ -168,7 +168,7 @@ int64_t LowerCtx::numel(ir::ValueId v) const { return product(shape(v)); }
 
 int LowerCtx::buffer(ir::ValueId v) const {
   int b = value_buffer_.at(static_cast<size_t>(v));
-  assert(b >= 0 && "value used before its buffer was created");
+  DNNC_CHECK(b >= 0, "value '{}' is used before its buffer was created", graph.value(v).name);
   return b;
 }
 
@@ -186,7 +186,7 @@ int LowerCtx::root(int buffer) const {
 }
 
 void LowerCtx::share_buffer(ir::ValueId v, int buffer) {
-  assert(!has_buffer(v) && "share_buffer on a value that has a buffer");
+  DNNC_CHECK(!has_buffer(v), "share_buffer: value '{}' has a buffer already", graph.value(v).name);
   value_buffer_.at(static_cast<size_t>(v)) = buffer;
 }
 
@@ -260,8 +260,8 @@ void LowerCtx::emit(KernelDraft&& d) {
 }
 
 void LowerCtx::attach_epilogue(KernelDraft&& d) {
-  assert(!prog.steps.empty() && prog.steps.back().kind == Step::Kind::gemm && prog.steps.back().gemm.epilogue < 0 &&
-         "an epilogue needs a GEMM step before it");
+  DNNC_CHECK(!prog.steps.empty() && prog.steps.back().kind == Step::Kind::gemm && prog.steps.back().gemm.epilogue < 0,
+             "an epilogue needs a GEMM step before it");
   Step& s = prog.steps.back();
   s.gemm.epilogue = static_cast<int>(prog.kernels.size());
   s.args = std::move(d.args);
@@ -304,7 +304,6 @@ std::vector<std::vector<int>> check_groups(const ir::Graph& g, const std::vector
   return groups;
 }
 
-
 // Whether node n is a map op all of whose results have shape `out` and which reads every value
 // of `run` (computed earlier in the same loop nest) at its own element.
 bool joins_run(const LowerCtx& ctx, const ir::Node& n, const Dims& out, const std::vector<const ir::Node*>& run) {
@@ -329,7 +328,6 @@ bool reads_at_element(const MapOp& op, size_t i, const Dims& out) {
   return i >= op.operand_strides.size() || op.operand_strides[i].empty() || op.operand_strides[i] == strides_of(out);
 }
 
-
 // Bias-gradient sums in a GEMM epilogue: if nodes[i] is reduce_sum over axis 0 (not kept) of
 // `c_value`, the 2-d value the GEMM step just emitted leaves in C after its epilogue, the GEMM's
 // threads sum the columns of their rows (LowerOptions::bias_grad_in_gemm). Returns the number
@@ -341,7 +339,8 @@ size_t lower_gemm_col_sums(LowerCtx& ctx, const std::vector<const ir::Node*>& no
   ir::Attrs a = completed_attrs(ctx, n);
   std::vector<int64_t> axes = ir::attr_ints(a, "axes");
   Dims in = ctx.shape(c_value);
-  if (in.size() != 2 || ir::attr_bool(a, "keepdim") || !(axes == std::vector<int64_t>{0} || axes == std::vector<int64_t>{-2}))
+  if (in.size() != 2 || ir::attr_bool(a, "keepdim") ||
+      !(axes == std::vector<int64_t>{0} || axes == std::vector<int64_t>{-2}))
     return 0;
   if (ctx.graph.value(n.outputs[0]).type.dtype != ir::DType::f32 || ctx.in_place.count(n.outputs[0])) return 0;
   Step& s = ctx.prog.steps.back();
@@ -509,9 +508,11 @@ Program lower_graph(const ir::Module& m, const ir::Graph& g, int64_t batch, cons
   // Within a group, a GEMM followed by map ops on its result becomes a GEMM with an epilogue;
   // each other maximal run of map ops sharing one result shape becomes one loop nest; every
   // other node is lowered on its own.
+  CheckScope graph_scope(fmt::format("codegen lowering of graph '{}'", g.name));
   for (const auto& grp : all_groups) {
     std::vector<const ir::Node*> nodes;
     for (int i : grp) nodes.push_back(&g.nodes[static_cast<size_t>(i)]);
+    CheckScope group_scope(fmt::format("the group of node {}", ctx.node_text(*nodes.front())));
     for (size_t i = 0; i < nodes.size();) {
       if (deferred.count(nodes[i])) {
         ++i;

@@ -3,12 +3,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cassert>
 #include <cmath>
 #include <numbers>
 #include <set>
 
 #include "codegen/lower_ctx.h"
+#include "ir/check.h"
 #include "ir/op_registry.h"
 
 namespace dnnc::codegen {
@@ -273,7 +273,7 @@ std::set<ir::ValueId> escaping(const LowerCtx& ctx, const std::vector<const ir::
 
 void lower_map_group(LowerCtx& ctx, const std::vector<const ir::Node*>& nodes, ir::ValueId gemm_result) {
   const bool epilogue = gemm_result != ir::kNoValue;
-  assert(!nodes.empty() && "an empty map group");
+  DNNC_CHECK(!nodes.empty(), "an empty map group");
   Dims out_shape = ctx.shape(nodes[0]->outputs.at(0));
   Dims out_strides = strides_of(out_shape);
   size_t rank = out_shape.size();
@@ -282,7 +282,7 @@ void lower_map_group(LowerCtx& ctx, const std::vector<const ir::Node*>& nodes, i
   for (const ir::Node* n : nodes) {
     MapOp op;
     bool ok = map_op_of(ctx, *n, ir::complete_attrs(*ir::find_op(n->op), n->attrs), &op);
-    assert(ok && "lower_map_group on a non-map op");
+    DNNC_CHECK(ok, "lower_map_group on a non-map op");
     (void)ok;
     op.operand_strides.resize(n->inputs.size());
     for (size_t i = 0; i < n->inputs.size(); ++i)
@@ -396,7 +396,7 @@ void lower_map_group(LowerCtx& ctx, const std::vector<const ir::Node*>& nodes, i
           env.in.push_back(d.kb.load(reads[static_cast<size_t>(r)].param, offsets[static_cast<size_t>(r) + 1]));
       }
       std::vector<Expr> results = ops[k].body(env);
-      assert(results.size() == nodes[k]->outputs.size() && "a map op returned the wrong number of results");
+      DNNC_CHECK(results.size() == nodes[k]->outputs.size(), "a map op returned the wrong number of results");
       for (size_t o = 0; o < results.size(); ++o) {
         ir::ValueId v = nodes[k]->outputs[o];
         bool direct = k + 1 == nodes.size() && results.size() == 1;

@@ -1,15 +1,14 @@
 // Node emission through ir::complete_attrs / ir::infer_types.
 #include "frontend/emit.h"
 
-#include <cassert>
-
+#include "ir/check.h"
 #include "ir/op_registry.h"
 
 namespace dnnc::frontend {
 
 TypedNode type_node(const std::string& op, const std::vector<ir::TensorType>& inputs, const ir::Attrs& attrs) {
   const ir::OpDef* def = ir::find_op(op);
-  assert(def && "the frontend only emits registered ops");
+  DNNC_CHECK(def, "the frontend only emits registered ops");
   TypedNode t;
   t.attrs = ir::complete_attrs(*def, attrs);
   t.outputs = ir::infer_types(*def, inputs, t.attrs);

@@ -3,9 +3,10 @@
 
 #include <fmt/format.h>
 
-#include <cassert>
 #include <cmath>
 #include <cstdio>
+
+#include "ir/check.h"
 
 namespace dnnc::ir {
 
@@ -13,12 +14,18 @@ AttrKind attr_kind(const AttrValue& v) { return static_cast<AttrKind>(v.index())
 
 const char* attr_kind_name(AttrKind k) {
   switch (k) {
-    case AttrKind::int_: return "int";
-    case AttrKind::float_: return "float";
-    case AttrKind::bool_: return "bool";
-    case AttrKind::string: return "string";
-    case AttrKind::ints: return "ints";
-    case AttrKind::floats: return "floats";
+    case AttrKind::int_:
+      return "int";
+    case AttrKind::float_:
+      return "float";
+    case AttrKind::bool_:
+      return "bool";
+    case AttrKind::string:
+      return "string";
+    case AttrKind::ints:
+      return "ints";
+    case AttrKind::floats:
+      return "floats";
   }
   return "?";
 }
@@ -27,9 +34,9 @@ namespace {
 template <class T>
 const T& get(const Attrs& a, const std::string& key) {
   auto it = a.find(key);
-  assert(it != a.end() && "attribute missing: the verifier should have caught this");
+  DNNC_CHECK(it != a.end(), "attribute missing: the verifier should have caught this");
   const T* v = std::get_if<T>(&it->second);
-  assert(v && "attribute has the wrong kind: the verifier should have caught this");
+  DNNC_CHECK(v, "attribute has the wrong kind: the verifier should have caught this");
   return *v;
 }
 
@@ -61,9 +68,12 @@ const std::vector<double>& attr_floats(const Attrs& a, const std::string& key) {
 
 std::string attr_to_string(const AttrValue& v) {
   switch (attr_kind(v)) {
-    case AttrKind::int_: return std::to_string(std::get<int64_t>(v));
-    case AttrKind::float_: return exact_double(std::get<double>(v));
-    case AttrKind::bool_: return std::get<bool>(v) ? "true" : "false";
+    case AttrKind::int_:
+      return std::to_string(std::get<int64_t>(v));
+    case AttrKind::float_:
+      return exact_double(std::get<double>(v));
+    case AttrKind::bool_:
+      return std::get<bool>(v) ? "true" : "false";
     case AttrKind::string: {
       std::string out = "\"";
       for (char c : std::get<std::string>(v)) {

@@ -1,7 +1,7 @@
 // Graph construction helpers and module lookups.
 #include "ir/graph.h"
 
-#include <cassert>
+#include "ir/check.h"
 
 namespace dnnc::ir {
 
@@ -20,7 +20,7 @@ std::string Graph::fresh_name(const std::string& base) {
 }
 
 ValueId Graph::add_input(const std::string& name, const TensorType& type) {
-  assert(find_value(name) == kNoValue && "duplicate input name");
+  DNNC_CHECK(find_value(name) == kNoValue, "duplicate input name");
   values.push_back(Value{name, type, ValueKind::input});
   ValueId id = static_cast<ValueId>(values.size() - 1);
   inputs.push_back(id);
@@ -57,9 +57,12 @@ int Graph::producer(ValueId id) const {
 
 const char* param_role_name(ParamRole r) {
   switch (r) {
-    case ParamRole::weight: return "weight";
-    case ParamRole::buffer: return "buffer";
-    case ParamRole::optimizer_state: return "optimizer_state";
+    case ParamRole::weight:
+      return "weight";
+    case ParamRole::buffer:
+      return "buffer";
+    case ParamRole::optimizer_state:
+      return "optimizer_state";
   }
   return "?";
 }

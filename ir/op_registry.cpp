@@ -4,8 +4,7 @@
 
 #include <fmt/format.h>
 
-#include <cassert>
-
+#include "ir/check.h"
 #include "ir/op_defs.h"
 
 namespace dnnc::ir {
@@ -29,15 +28,15 @@ const char* fusion_class_name(FusionClass c) {
 namespace detail {
 
 void OpTable::add(OpDef def) {
-  assert(!def.name.empty() && def.infer && "an op needs a name and a shape rule");
-  for ([[maybe_unused]] const OpDef* d : view_) assert(d->name != def.name && "op registered twice");
+  DNNC_CHECK(!def.name.empty() && def.infer, "an op needs a name and a shape rule");
+  for ([[maybe_unused]] const OpDef* d : view_) DNNC_CHECK(d->name != def.name, "op registered twice");
   bool seen_optional = false;
   for (const OperandSpec& o : def.operands) {
-    assert((!seen_optional || o.optional) && "optional operands must be trailing");
+    DNNC_CHECK((!seen_optional || o.optional), "optional operands must be trailing");
     seen_optional = seen_optional || o.optional;
   }
   for ([[maybe_unused]] const AttrSpec& a : def.attrs)
-    assert((!a.default_value || attr_kind(*a.default_value) == a.kind) && "default of the wrong kind");
+    DNNC_CHECK((!a.default_value || attr_kind(*a.default_value) == a.kind), "default of the wrong kind");
   defs_.push_back(std::make_unique<OpDef>(std::move(def)));
   view_.push_back(defs_.back().get());
 }
@@ -116,8 +115,8 @@ std::vector<TensorType> infer_types(const OpDef& op, const std::vector<TensorTyp
         fmt::format("{}: wrong number of operands; expected {}, found {}", op.name, expected, operands.size()));
   }
   std::vector<TensorType> out = op.infer(operands, complete_attrs(op, attrs));
-  assert(!out.empty() && static_cast<int>(out.size()) <= op.num_outputs &&
-         "a shape rule returned more results than the op's num_outputs");
+  DNNC_CHECK(!out.empty() && static_cast<int>(out.size()) <= op.num_outputs,
+             "a shape rule returned more results than the op's num_outputs");
   return out;
 }
 

@@ -3,8 +3,7 @@
 
 #include <fmt/format.h>
 
-#include <cassert>
-
+#include "ir/check.h"
 #include "ir/op_registry.h"
 
 namespace dnnc::passes {
@@ -12,7 +11,7 @@ namespace dnnc::passes {
 std::vector<ir::ValueId> GradBuilder::emit(const std::string& op, const std::vector<ir::ValueId>& inputs,
                                            const ir::Attrs& attrs, const std::string& name_hint) {
   const ir::OpDef* def = ir::find_op(op);
-  assert(def && "derived node uses an unregistered op");
+  DNNC_CHECK(def, "derived node uses an unregistered op");
   std::vector<ir::TensorType> in;
   for (ir::ValueId v : inputs) in.push_back(g_.value(v).type);
   ir::Attrs full;
@@ -33,7 +32,7 @@ ir::ValueId GradBuilder::sum_to(ir::ValueId grad, const ir::Shape& target, const
   if (shape == target) return grad;
   std::vector<int64_t> axes;
   size_t lead = shape.size() - target.size();
-  assert(shape.size() >= target.size() && "broadcast result has lower rank than its operand");
+  DNNC_CHECK(shape.size() >= target.size(), "broadcast result has lower rank than its operand");
   for (size_t i = 0; i < shape.size(); ++i) {
     if (i < lead) {
       axes.push_back(static_cast<int64_t>(i));

@@ -1,7 +1,7 @@
 // Uses, kernel steps and value sizes.
 #include "passes/graph_analysis.h"
 
-#include <cassert>
+#include "ir/check.h"
 
 namespace dnnc::passes {
 
@@ -42,7 +42,7 @@ int kernel_count(const ir::Graph& g) { return static_cast<int>(kernel_steps(g).s
 int64_t value_bytes(const ir::Graph& g, ir::ValueId v, int64_t batch) {
   const ir::TensorType& t = g.value(v).type;
   auto n = t.numel(batch);
-  assert(n && "value size overflows: shapes are checked by the frontend");
+  DNNC_CHECK(n, "value size overflows: shapes are checked by the frontend");
   return *n * (t.dtype == ir::DType::i64 ? 8 : 4);
 }
 

@@ -3,15 +3,15 @@
 
 #include <fmt/format.h>
 
-#include <cassert>
 #include <stdexcept>
 
+#include "ir/check.h"
 #include "ir/verifier.h"
 
 namespace dnnc::passes {
 
 void PassRegistry::add(PassInfo info) {
-  assert(!find(info.name) && "pass registered twice");
+  DNNC_CHECK(!find(info.name), "pass registered twice");
   passes_.push_back(std::move(info));
 }
 
@@ -41,19 +41,26 @@ void run_pipeline(ir::Module& module, const PassRegistry& registry, const Pipeli
     bool in_pipeline = false;
     for (const auto& n : order) in_pipeline |= n == options.stop_after;
     if (!in_pipeline)
-      throw std::invalid_argument(fmt::format("pass '{}' is not in the pipeline ({})", options.stop_after,
-                                              fmt::join(order, ",")));
+      throw std::invalid_argument(
+          fmt::format("pass '{}' is not in the pipeline ({})", options.stop_after, fmt::join(order, ",")));
   }
-  if (options.verify_each) ir::verify(module);
+  // Expensive-check builds verify around every pass, whatever the caller asked.
+  const bool verify = options.verify_each || kExpensiveChecks;
+  if (verify) ir::verify(module);
   for (const auto& name : order) {
     if (options.disabled.count(name)) continue;
     const PassInfo* pass = registry.find(name);
-    bool changed = pass->run(module);
-    if (options.verify_each) {
+    bool changed = false;
+    {
+      CheckScope scope("pass " + name);
+      changed = pass->run(module);
+    }
+    if (verify) {
+      // The module verified before the pass: whatever is wrong now, the pass did.
       try {
         ir::verify(module);
       } catch (const ir::VerifyError& e) {
-        throw ir::VerifyError(fmt::format("after pass '{}': {}", name, e.what()));
+        throw InternalError("pass " + name, fmt::format("the IR does not verify after it: {}", e.what()), "");
       }
     }
     if (options.after_pass) options.after_pass(name, module, changed);

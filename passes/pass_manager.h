@@ -56,8 +56,10 @@ struct PipelineOptions {
 };
 
 /// Runs the pipeline. Throws std::invalid_argument naming the pass if a name in `passes`,
-/// `disabled` or `stop_after` is unknown (listing the known ones), ir::VerifyError if
-/// verification fails (naming the pass that broke it), ir::CompileError for user errors.
+/// `disabled` or `stop_after` is unknown (listing the known ones), ir::VerifyError if the module
+/// does not verify before the first pass, dnnc::InternalError naming the pass if it does not
+/// verify after one (a pass broke it) or a pass's internal check fails, ir::CompileError for user
+/// errors. Verification runs with `verify_each`, and always in expensive-check builds.
 void run_pipeline(ir::Module& module, const PassRegistry& registry, const PipelineOptions& options);
 
 }  // namespace dnnc::passes

@@ -7,8 +7,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cassert>
 
+#include "ir/check.h"
 #include "ir/op_registry.h"
 #include "passes/graph_analysis.h"
 #include "passes/liveness.h"
@@ -50,7 +50,8 @@ ir::MemoryPlan plan_graph(const ir::Graph& g, int64_t batch) {
     ir::ValueId src = l.storage[static_cast<size_t>(n.inputs[0])];
     if (out < 0 || src == ir::kNoValue || index[static_cast<size_t>(src)] < 0) continue;
     int in = index[static_cast<size_t>(src)];
-    while (merged[static_cast<size_t>(in)]) in = index[static_cast<size_t>(alias[static_cast<size_t>(l.buffers[static_cast<size_t>(in)].value)])];
+    while (merged[static_cast<size_t>(in)])
+      in = index[static_cast<size_t>(alias[static_cast<size_t>(l.buffers[static_cast<size_t>(in)].value)])];
     Lifetime& a = l.buffers[static_cast<size_t>(in)];
     Lifetime& b = l.buffers[static_cast<size_t>(out)];
     if (a.last != b.first || a.bytes != b.bytes || esc[static_cast<size_t>(src)]) continue;
@@ -101,14 +102,16 @@ ir::MemoryPlan plan_graph(const ir::Graph& g, int64_t batch) {
   // Aliases: in-place results and views share their root's slot; updates written into params.
   for (size_t v = 0; v < g.values.size(); ++v) {
     ir::ValueId root = alias[v] != ir::kNoValue ? alias[v] : l.storage[v];
-    while (root != ir::kNoValue && alias[static_cast<size_t>(root)] != ir::kNoValue) root = alias[static_cast<size_t>(root)];
+    while (root != ir::kNoValue && alias[static_cast<size_t>(root)] != ir::kNoValue)
+      root = alias[static_cast<size_t>(root)];
     if (root == ir::kNoValue || root == static_cast<ir::ValueId>(v)) continue;
     if (g.value(static_cast<ir::ValueId>(v)).kind != ir::ValueKind::node) continue;
     int64_t off = g.value(root).kind == ir::ValueKind::param ? -1 : offset_of[static_cast<size_t>(root)];
     if (off < 0 && g.value(root).kind != ir::ValueKind::param) continue;  // a view of an input
     plan.slots.push_back({static_cast<ir::ValueId>(v), off, value_bytes(g, static_cast<ir::ValueId>(v), batch), root});
   }
-  std::sort(plan.slots.begin(), plan.slots.end(), [](const ir::BufferSlot& a, const ir::BufferSlot& b) { return a.value < b.value; });
+  std::sort(plan.slots.begin(), plan.slots.end(),
+            [](const ir::BufferSlot& a, const ir::BufferSlot& b) { return a.value < b.value; });
   return plan;
 }
 
@@ -121,7 +124,7 @@ bool plan_memory(ir::Module& m) {
     if (g.memory && g.memory->batch == batch) continue;
     g.memory = plan_graph(g, batch);
     std::string why = check_memory_plan(g);
-    assert(why.empty() && "plan-memory produced overlapping live buffers");
+    DNNC_CHECK(why.empty(), "plan-memory produced overlapping live buffers");
     (void)why;
     changed = true;
   }

@@ -5,16 +5,16 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <cassert>
 #include <stdexcept>
 
+#include "ir/check.h"
 #include "runtime/cpu/cpu_backend.h"
 #include "runtime/cuda/plugin_loader.h"
 
 namespace dnnc::runtime {
 
 void BackendRegistry::add(BackendFactory factory) {
-  assert(!find(factory.name) && "backend registered twice");
+  DNNC_CHECK(!find(factory.name), "backend registered twice");
   factories_.push_back(std::move(factory));
 }
 

@@ -3,12 +3,13 @@
 
 #include <fmt/format.h>
 
-#include <cassert>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
+
+#include "ir/check.h"
 
 namespace dnnc::runtime {
 
@@ -18,11 +19,12 @@ Tensor::Tensor(ir::DType dtype, std::vector<int64_t> shape) : dtype_(dtype), sha
   numel_ = 1;
   bool overflow = false;
   for (int64_t d : shape_) {
-    assert(d >= 0 && "tensor dims must be concrete and non-negative");
+    DNNC_CHECK(d >= 0, "tensor dims must be concrete and non-negative");
     overflow |= d != 0 && numel_ > (INT64_MAX / 8) / d;
     if (!overflow) numel_ *= d;
   }
-  if (overflow) throw OutOfMemory(fmt::format("out of memory: a tensor {} has more bytes than 64 bits can count", describe(*this)));
+  if (overflow)
+    throw OutOfMemory(fmt::format("out of memory: a tensor {} has more bytes than 64 bits can count", describe(*this)));
   size_t bytes = (nbytes() + 63) / 64 * 64;
   if (bytes == 0) bytes = 64;
   void* p = std::aligned_alloc(64, bytes);
@@ -74,14 +76,16 @@ Tensor& Tensor::operator=(const Tensor& o) {
 
 Tensor Tensor::from_f32(std::vector<int64_t> shape, const std::vector<float>& data) {
   Tensor t(ir::DType::f32, std::move(shape));
-  assert(static_cast<int64_t>(data.size()) == t.numel());
+  DNNC_CHECK(static_cast<int64_t>(data.size()) == t.numel(), "tensor data has {} elements, its shape {}", data.size(),
+             t.numel());
   std::memcpy(t.data(), data.data(), t.nbytes());
   return t;
 }
 
 Tensor Tensor::from_i64(std::vector<int64_t> shape, const std::vector<int64_t>& data) {
   Tensor t(ir::DType::i64, std::move(shape));
-  assert(static_cast<int64_t>(data.size()) == t.numel());
+  DNNC_CHECK(static_cast<int64_t>(data.size()) == t.numel(), "tensor data has {} elements, its shape {}", data.size(),
+             t.numel());
   std::memcpy(t.data(), data.data(), t.nbytes());
   return t;
 }
@@ -89,25 +93,25 @@ Tensor Tensor::from_i64(std::vector<int64_t> shape, const std::vector<int64_t>& 
 Tensor Tensor::scalar(float v) { return from_f32({}, {v}); }
 
 float* Tensor::f32() {
-  assert(dtype_ == ir::DType::f32);
+  DNNC_CHECK(dtype_ == ir::DType::f32, "f32 view of a {} tensor", ir::dtype_name(dtype_));
   return reinterpret_cast<float*>(data_.get());
 }
 const float* Tensor::f32() const {
-  assert(dtype_ == ir::DType::f32);
+  DNNC_CHECK(dtype_ == ir::DType::f32, "f32 view of a {} tensor", ir::dtype_name(dtype_));
   return reinterpret_cast<const float*>(data_.get());
 }
 int64_t* Tensor::i64() {
-  assert(dtype_ == ir::DType::i64);
+  DNNC_CHECK(dtype_ == ir::DType::i64, "i64 view of a {} tensor", ir::dtype_name(dtype_));
   return reinterpret_cast<int64_t*>(data_.get());
 }
 const int64_t* Tensor::i64() const {
-  assert(dtype_ == ir::DType::i64);
+  DNNC_CHECK(dtype_ == ir::DType::i64, "i64 view of a {} tensor", ir::dtype_name(dtype_));
   return reinterpret_cast<const int64_t*>(data_.get());
 }
 
 Tensor Tensor::reshaped(std::vector<int64_t> shape) const {
   Tensor t(dtype_, std::move(shape));
-  assert(t.numel() == numel_ && "reshape must keep the element count");
+  DNNC_CHECK(t.numel() == numel_, "reshape must keep the element count");
   std::memcpy(t.data(), data(), nbytes());
   return t;
 }
@@ -120,7 +124,7 @@ std::string describe(const Tensor& t) {
 }
 
 double rel_error(const Tensor& a, const Tensor& b) {
-  assert(a.numel() == b.numel());
+  DNNC_CHECK(a.numel() == b.numel(), "rel_error of tensors of {} and {} elements", a.numel(), b.numel());
   double num = 0, den = 0;
   const float* x = a.f32();
   const float* y = b.f32();

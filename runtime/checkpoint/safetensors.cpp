@@ -87,6 +87,9 @@ Entry parse_entry(const std::string& name, const json& v, Fail fail) {
   if (!shape.is_array()) throw bad("shape is not a list");
   for (const json& s : shape) {
     if (!s.is_number_unsigned()) throw bad(fmt::format("shape {} holds something other than sizes >= 0", brief(shape)));
+    // A size past INT64_MAX would wrap negative (next to a 0 it needs no bytes at all).
+    if (s.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))
+      throw bad(fmt::format("shape {} holds a size larger than 2^63 - 1", brief(shape)));
     e.shape.push_back(static_cast<int64_t>(s.get<uint64_t>()));
   }
   const json& off = v.at("data_offsets");

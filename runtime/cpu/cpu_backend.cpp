@@ -5,7 +5,6 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
-#include <cassert>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -13,6 +12,7 @@
 #include <thread>
 
 #include "codegen/cpp_printer.h"
+#include "ir/check.h"
 #include "runtime/reference/interpreter.h"
 
 namespace dnnc::runtime::cpu {
@@ -138,7 +138,7 @@ class CpuExecutable : public Executable {
     const Buffer& buf = prog_.buffers[static_cast<size_t>(b)];
     Tensor t(dtype_of(buf.dtype), buf.shape);
     const void* src = ptrs_[static_cast<size_t>(b)];
-    assert(src && "output buffer not bound");
+    DNNC_CHECK(src, "output buffer not bound");
     if (t.nbytes()) std::memcpy(t.data(), src, t.nbytes());
     return t;
   }

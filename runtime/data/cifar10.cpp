@@ -4,12 +4,12 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include <cassert>
 #include <cstring>
 #include <filesystem>
 #include <stdexcept>
 #include <vector>
 
+#include "ir/check.h"
 #include "runtime/data/byte_reader.h"
 
 namespace dnnc::runtime {
@@ -22,20 +22,20 @@ constexpr uint64_t kMaxFileBytes = uint64_t{1} << 32;
 }  // namespace
 
 void append_cifar10_file(Dataset& ds, const std::string& path) {
-  assert((ds.n == 0 || (ds.c == 3 && ds.h == 32 && ds.w == 32)) && "appending CIFAR to a non-CIFAR dataset");
+  DNNC_CHECK((ds.n == 0 || (ds.c == 3 && ds.h == 32 && ds.w == 32)), "appending CIFAR to a non-CIFAR dataset");
   std::vector<uint8_t> bytes = read_plain_file(path, kMaxFileBytes);
   if (bytes.empty() || bytes.size() % kCifarRecordBytes != 0) {
-    throw std::runtime_error(fmt::format("{}: size {} bytes is not a non-zero multiple of the {}-byte CIFAR-10 record "
-                                         "({} whole records and {} bytes left over)",
-                                         path, bytes.size(), kCifarRecordBytes, bytes.size() / kCifarRecordBytes,
-                                         bytes.size() % kCifarRecordBytes));
+    throw std::runtime_error(fmt::format(
+        "{}: size {} bytes is not a non-zero multiple of the {}-byte CIFAR-10 record "
+        "({} whole records and {} bytes left over)",
+        path, bytes.size(), kCifarRecordBytes, bytes.size() / kCifarRecordBytes, bytes.size() % kCifarRecordBytes));
   }
   const int64_t records = static_cast<int64_t>(bytes.size()) / kCifarRecordBytes;
   for (int64_t r = 0; r < records; ++r) {
     const uint8_t label = bytes[r * kCifarRecordBytes];
     if (label >= ds.num_classes)
-      throw std::runtime_error(fmt::format("{}: record {} (byte offset {}) has label {}, not a class in 0..{}", path,
-                                           r, r * kCifarRecordBytes, label, ds.num_classes - 1));
+      throw std::runtime_error(fmt::format("{}: record {} (byte offset {}) has label {}, not a class in 0..{}", path, r,
+                                           r * kCifarRecordBytes, label, ds.num_classes - 1));
   }
   ds.c = 3;
   ds.h = 32;

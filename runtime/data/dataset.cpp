@@ -4,15 +4,15 @@
 #include <fmt/format.h>
 
 #include <array>
-#include <cassert>
 #include <stdexcept>
+
+#include "ir/check.h"
 
 namespace dnnc::runtime {
 namespace {
 
 void check_index(const Dataset& ds, int64_t i) {
-  if (i < 0 || i >= ds.n)
-    throw std::invalid_argument(fmt::format("dataset index {} is outside [0, {})", i, ds.n));
+  if (i < 0 || i >= ds.n) throw std::invalid_argument(fmt::format("dataset index {} is outside [0, {})", i, ds.n));
 }
 
 double per_channel(const std::vector<double>& v, int64_t ch) { return v.size() == 1 ? v[0] : v[ch]; }
@@ -21,11 +21,11 @@ double per_channel(const std::vector<double>& v, int64_t ch) { return v.size() =
 
 Tensor to_tensor(const Dataset& ds, const std::vector<double>& mean, const std::vector<double>& std,
                  std::span<const int64_t> indices) {
-  assert(static_cast<int64_t>(ds.images.size()) == ds.n * ds.image_size() && "dataset images/n mismatch");
+  DNNC_CHECK(static_cast<int64_t>(ds.images.size()) == ds.n * ds.image_size(), "dataset images/n mismatch");
   auto fits = [&](const std::vector<double>& v) { return v.size() == 1 || static_cast<int64_t>(v.size()) == ds.c; };
   if (!fits(mean) || !fits(std))
-    throw std::invalid_argument(fmt::format("normalize: data has {} channels but mean has {} values and std {}",
-                                            ds.c, mean.size(), std.size()));
+    throw std::invalid_argument(fmt::format("normalize: data has {} channels but mean has {} values and std {}", ds.c,
+                                            mean.size(), std.size()));
   // One lookup table per channel: the result depends only on the byte value.
   std::vector<std::array<float, 256>> lut(static_cast<size_t>(ds.c));
   for (int64_t ch = 0; ch < ds.c; ++ch) {
@@ -34,7 +34,7 @@ Tensor to_tensor(const Dataset& ds, const std::vector<double>& mean, const std::
     if (s == 0.0f) throw std::invalid_argument(fmt::format("normalize: std of channel {} is 0", ch));
     for (int x = 0; x < 256; ++x) {
       const float v = static_cast<float>(x) / 255.0f;  // ToTensor
-      lut[ch][x] = (v - m) / s;                         // Normalize: sub_(mean).div_(std)
+      lut[ch][x] = (v - m) / s;                        // Normalize: sub_(mean).div_(std)
     }
   }
   const int64_t b = static_cast<int64_t>(indices.size());
@@ -65,7 +65,7 @@ Tensor labels_tensor(const Dataset& ds, std::span<const int64_t> indices) {
 std::vector<int64_t> class_counts(const Dataset& ds) {
   std::vector<int64_t> counts(static_cast<size_t>(ds.num_classes), 0);
   for (int64_t l : ds.labels) {
-    assert(l >= 0 && l < ds.num_classes && "label out of range in a validated dataset");
+    DNNC_CHECK(l >= 0 && l < ds.num_classes, "label out of range in a validated dataset");
     ++counts[l];
   }
   return counts;

@@ -1,12 +1,12 @@
 // Buf<T>: the plain, owned, row-major array the reference kernels compute on, templated on
 // the element type so the same kernels run in float (the oracle) and double (gradient checks).
 #pragma once
-#include <cassert>
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "ir/check.h"
 #include "runtime/tensor.h"
 
 namespace dnnc::runtime::reference {
@@ -47,7 +47,7 @@ struct Buf {
   explicit Buf(Shape s, T fill = T(0)) : shape(std::move(s)), data(static_cast<size_t>(shape_numel(shape)), fill) {}
   /// Asserts that `d` has exactly numel(s) elements.
   Buf(Shape s, std::vector<T> d) : shape(std::move(s)), data(std::move(d)) {
-    assert(static_cast<int64_t>(data.size()) == shape_numel(shape) && "data size must match the shape");
+    DNNC_CHECK(static_cast<int64_t>(data.size()) == shape_numel(shape), "data size must match the shape");
   }
 
   int64_t numel() const { return static_cast<int64_t>(data.size()); }

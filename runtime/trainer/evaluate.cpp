@@ -4,17 +4,18 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cassert>
 #include <chrono>
 #include <cmath>
 #include <cstring>
 #include <numeric>
 #include <stdexcept>
 
+#include "ir/check.h"
+
 namespace dnnc::runtime {
 
 int64_t argmax(const float* row, int64_t n) {
-  assert(n >= 1 && "argmax of an empty row");
+  DNNC_CHECK(n >= 1, "argmax of an empty row");
   int64_t best = 0;
   for (int64_t i = 1; i < n; ++i)
     if (row[i] > row[best] || std::isnan(row[best])) best = i;
@@ -23,7 +24,7 @@ int64_t argmax(const float* row, int64_t n) {
 
 Tensor predict(ExecutableCache& cache, const Dataset& ds, const BatchFeed& feed, std::span<const int64_t> indices,
                int64_t max_batch) {
-  assert(max_batch >= 1 && "batch size must be positive");
+  DNNC_CHECK(max_batch >= 1, "batch size must be positive");
   auto count = static_cast<int64_t>(indices.size());
   Tensor out;
   for (int64_t begin = 0; begin < count; begin += max_batch) {
@@ -62,7 +63,7 @@ EvalResult evaluate(ExecutableCache& cache, const Dataset& ds, const BatchFeed& 
 }
 
 std::vector<std::vector<double>> softmax_rows(const Tensor& logits) {
-  assert(logits.rank() == 2 && logits.dtype() == ir::DType::f32 && "softmax_rows takes a 2-d f32 tensor");
+  DNNC_CHECK(logits.rank() == 2 && logits.dtype() == ir::DType::f32, "softmax_rows takes a 2-d f32 tensor");
   int64_t n = logits.dim(0), k = logits.dim(1);
   std::vector<std::vector<double>> out(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) {

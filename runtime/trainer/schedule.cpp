@@ -1,9 +1,10 @@
 // Per-epoch sample order and batching (runtime/trainer/schedule.h).
 #include "runtime/trainer/schedule.h"
 
-#include <cassert>
 #include <numeric>
 #include <random>
+
+#include "ir/check.h"
 
 namespace dnnc::runtime {
 
@@ -15,7 +16,7 @@ uint64_t splitmix64(uint64_t x) {
 }
 
 std::vector<int64_t> epoch_order(int64_t n, uint64_t seed, int64_t epoch, bool shuffle) {
-  assert(n >= 0 && "sample count must be non-negative");
+  DNNC_CHECK(n >= 0, "sample count must be non-negative");
   std::vector<int64_t> order(static_cast<size_t>(n));
   std::iota(order.begin(), order.end(), int64_t{0});
   if (!shuffle) return order;
@@ -29,13 +30,13 @@ std::vector<int64_t> epoch_order(int64_t n, uint64_t seed, int64_t epoch, bool s
 }
 
 int64_t batches_per_epoch(int64_t n, int64_t batch) {
-  assert(batch >= 1 && "batch size must be positive");
+  DNNC_CHECK(batch >= 1, "batch size must be positive");
   return (n + batch - 1) / batch;
 }
 
 std::span<const int64_t> batch_indices(const std::vector<int64_t>& order, int64_t batch, int64_t b) {
   auto n = static_cast<int64_t>(order.size());
-  assert(b >= 0 && b < batches_per_epoch(n, batch) && "batch index out of range");
+  DNNC_CHECK(b >= 0 && b < batches_per_epoch(n, batch), "batch index out of range");
   int64_t begin = b * batch;
   int64_t end = std::min(n, begin + batch);
   return {order.data() + begin, static_cast<size_t>(end - begin)};

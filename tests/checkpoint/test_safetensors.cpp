@@ -167,6 +167,10 @@ TEST_CASE("read_safetensors rejects malformed entries and metadata", "[safetenso
   CHECK_THAT(read_error(t.file("no_offsets")), Contains("'w'") && Contains("data_offsets"));
   write_bytes(t.file("neg_shape"), raw_file(R"({"w":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})", 4));
   CHECK_THAT(read_error(t.file("neg_shape")), Contains("'w'") && Contains("shape"));
+  // A size of 2^63 next to a 0 needs no bytes; it must not wrap into a negative dim.
+  write_bytes(t.file("wrap_shape"),
+              raw_file(R"({"w":{"dtype":"F32","shape":[0,9223372036854775808],"data_offsets":[0,0]}})", 0));
+  CHECK_THAT(read_error(t.file("wrap_shape")), Contains("'w'") && Contains("larger than 2^63 - 1"));
   write_bytes(t.file("reversed"), raw_file(R"({"w":{"dtype":"F32","shape":[0],"data_offsets":[4,0]}})", 4));
   CHECK_THAT(read_error(t.file("reversed")), Contains("'w'") && Contains("[4, 0]"));
   write_bytes(t.file("meta"), raw_file(R"({"__metadata__":{"epoch":3}})", 0));

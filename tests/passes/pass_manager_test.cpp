@@ -1,6 +1,7 @@
 // The pass manager: registry, pipeline options, unknown names, verify-each, unchanged passes.
 #include <catch2/catch.hpp>
 
+#include "ir/check.h"
 #include "ir/op_registry.h"
 #include "pass_test_util.h"
 #include "passes/grad_rules.h"
@@ -77,4 +78,32 @@ TEST_CASE("every differentiable user op has a gradient rule", "[passes][autodiff
     CHECK(passes::find_grad_rule(op->name) != nullptr);
   }
   for (const auto& name : with_rules) CHECK(ir::find_op(name) != nullptr);
+}
+
+TEST_CASE("a pass that breaks the IR or an internal check is reported as an internal error naming it",
+          "[passes][check]") {
+  ir::Module m = frontend::compile_file("models/mnist_mlp.dnn");
+  passes::PassRegistry r;
+  r.add({"break-types", "sets a value's type wrong", [](ir::Module& mod) {
+           mod.graphs.front().values.back().type.shape.push_back(7);
+           return true;
+         }});
+  r.add({"fail-check", "fails an internal check", [](ir::Module&) {
+           DNNC_CHECK(false, "the check {} failed", 42);
+           return false;
+         }});
+  passes::PipelineOptions o;
+  o.verify_each = true;
+  o.passes = {"break-types"};
+  try {
+    passes::run_pipeline(m, r, o);
+    FAIL("no throw");
+  } catch (const InternalError& e) {
+    CHECK(e.component() == "pass break-types");
+    CHECK_THAT(e.what(), Catch::Contains("does not verify after it"));
+  }
+  o.passes = {"fail-check"};
+  m = frontend::compile_file("models/mnist_mlp.dnn");
+  CHECK_THROWS_WITH(passes::run_pipeline(m, r, o), Catch::Contains("internal compiler error in pass fail-check: "
+                                                                   "the check 42 failed"));
 }
