@@ -30,7 +30,7 @@
 #include <string>
 #include <vector>
 
-#include "codegen/lower.h"
+#include "codegen/lower/lower.h"
 #include "frontend/frontend.h"
 #include "ir/diagnostic.h"
 #include "passes/pass_manager.h"

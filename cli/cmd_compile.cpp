@@ -10,9 +10,9 @@
 #include <memory>
 
 #include "cli/commands.h"
-#include "codegen/cpp_printer.h"
-#include "codegen/cuda_printer.h"
-#include "codegen/lower.h"
+#include "codegen/cpp/cpp_printer.h"
+#include "codegen/cuda/cuda_printer.h"
+#include "codegen/lower/lower.h"
 #include "ir/printer.h"
 #include "ir/verifier.h"
 #include "passes/pass_manager.h"

@@ -11,7 +11,7 @@
 #include <stdexcept>
 #include <thread>
 
-#include "codegen/cpp_printer.h"
+#include "codegen/cpp/cpp_printer.h"
 #include "ir/check.h"
 #include "runtime/reference/interpreter.h"
 
@@ -83,10 +83,7 @@ class CpuExecutable : public Executable {
   const codegen::Program& program() const { return prog_; }
 
  private:
-  int root(int b) const {
-    const Buffer& buf = prog_.buffers[static_cast<size_t>(b)];
-    return buf.kind == BufferKind::alias ? buf.alias_of : b;
-  }
+  int root(int b) const { return codegen::root_buffer(prog_, b); }
 
   [[noreturn]] void fail(const std::string& msg) const {
     throw std::runtime_error(

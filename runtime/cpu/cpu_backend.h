@@ -4,7 +4,7 @@
 #include <memory>
 #include <string>
 
-#include "codegen/lower.h"
+#include "codegen/lower/lower.h"
 #include "runtime/backend.h"
 #include "runtime/cpu/jit_cache.h"
 

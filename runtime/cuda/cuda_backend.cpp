@@ -15,8 +15,8 @@
 #include <memory>
 #include <stdexcept>
 
-#include "codegen/cuda_printer.h"
-#include "codegen/lower.h"
+#include "codegen/cuda/cuda_printer.h"
+#include "codegen/lower/lower.h"
 #include "runtime/backend.h"
 #include "runtime/cuda/cuda_check.h"
 #include "runtime/cuda/gemm_lt.h"
@@ -383,10 +383,7 @@ class CudaExecutable final : public Executable, public ResidentTrainer, public K
                                                             : fmt::format("error code {}", err));
   }
 
-  int root(int b) const {
-    const Buffer& buf = prog_.buffers[static_cast<size_t>(b)];
-    return buf.kind == BufferKind::alias ? buf.alias_of : b;
-  }
+  int root(int b) const { return codegen::root_buffer(prog_, b); }
 
   void* dev(size_t offset) const { return arena_ + offset; }
   void* buf(int b) const { return arena_ + offset_[static_cast<size_t>(root(b))]; }

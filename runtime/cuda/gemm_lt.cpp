@@ -77,7 +77,7 @@ bool GemmPlan::build(CudaLtAct act, const GemmActRequest& req, const GemmOptions
   if (!ok((call), #call, __LINE__)) return false
   DNNC_LT_TRY(
       cublasLtMatmulDescCreate(&desc_, options.tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, CUDA_R_32F));
-  // Column-major D[n, m] = op(our B) · op(our A): codegen/cuda_gemm.h.
+  // Column-major D[n, m] = op(our B) · op(our A): codegen/cuda/cuda_gemm.h.
   cublasOperation_t ta = p_.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
   cublasOperation_t tb = p_.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
   DNNC_LT_TRY(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));

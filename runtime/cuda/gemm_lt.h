@@ -10,9 +10,9 @@
 #include <cstddef>
 #include <vector>
 
-#include "codegen/cuda_gemm.h"
-#include "codegen/cuda_printer.h"
-#include "codegen/program.h"
+#include "codegen/cuda/cuda_gemm.h"
+#include "codegen/cuda/cuda_printer.h"
+#include "codegen/kir/program.h"
 
 namespace dnnc::runtime::cuda {
 

@@ -1,8 +1,8 @@
-// Every GEMM of every model as cuBLASLt sees it (codegen/cuda_gemm.h), run through a
+// Every GEMM of every model as cuBLASLt sees it (codegen/cuda/cuda_gemm.h), run through a
 // column-major matmul written from cuBLASLt's documented semantics, equals the row-major GEMM
-// its GemmCall describes (codegen/program.h), on the Program's own buffers. Transposes, leading
+// its GemmCall describes (codegen/kir/program.h), on the Program's own buffers. Transposes, leading
 // dimensions, batch strides, the operand swap and summed batches are checked without a GPU.
-#include "codegen/cuda_gemm.h"
+#include "codegen/cuda/cuda_gemm.h"
 
 #include <fmt/format.h>
 
@@ -12,8 +12,8 @@
 #include <random>
 #include <stdexcept>
 
-#include "codegen/cuda_printer.h"
-#include "codegen/lower.h"
+#include "codegen/cuda/cuda_printer.h"
+#include "codegen/lower/lower.h"
 #include "codegen_test_util.h"
 
 using namespace dnnc;

@@ -1,5 +1,5 @@
 // KernelIR builders: constant folding, types, fresh names, and exact float literals.
-#include "codegen/kernel_ir.h"
+#include "codegen/kir/kernel_ir.h"
 
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -7,7 +7,7 @@
 #include <cstring>
 #include <random>
 
-#include "codegen/cpp_printer.h"
+#include "codegen/cpp/cpp_printer.h"
 
 using namespace dnnc::codegen;
 

@@ -1,6 +1,6 @@
 // Lowering decisions: GEMM flags and epilogues, views as aliases, conv paths, fused groups, errors.
-#include "codegen/coschedule.h"
-#include "codegen/lower.h"
+#include "codegen/lower/coschedule.h"
+#include "codegen/lower/lower.h"
 
 #include <catch2/catch.hpp>
 

@@ -1,8 +1,8 @@
 // The C++ printer: the exact text of a small kernel, and the shape of a whole translation unit.
 #include <catch2/catch.hpp>
 
-#include "codegen/cpp_printer.h"
-#include "codegen/lower.h"
+#include "codegen/cpp/cpp_printer.h"
+#include "codegen/lower/lower.h"
 #include "codegen_test_util.h"
 
 using namespace dnnc;

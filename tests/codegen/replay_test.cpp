@@ -7,8 +7,8 @@
 #include <filesystem>
 #include <sstream>
 
-#include "codegen/cpp_printer.h"
-#include "codegen/lower.h"
+#include "codegen/cpp/cpp_printer.h"
+#include "codegen/lower/lower.h"
 #include "codegen_test_util.h"
 
 using namespace dnnc;

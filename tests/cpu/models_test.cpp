@@ -118,7 +118,7 @@ TEST_CASE("cpu equals reference: SGD variants, fused into the weight-gradient GE
       }
 }
 
-// Co-scheduled weight-gradient GEMMs (codegen/coschedule.h): the MLP's three run in one
+// Co-scheduled weight-gradient GEMMs (codegen/lower/coschedule.h): the MLP's three run in one
 // parallel region with their rows split by work; on 3 threads the split points fall inside
 // different GEMMs than on 2. Off, each GEMM is split over all threads in turn.
 TEST_CASE("cpu equals reference: co-scheduled weight-gradient GEMMs, on 1 to 3 threads and off", "[cpu][models]") {
@@ -136,7 +136,7 @@ TEST_CASE("cpu equals reference: co-scheduled weight-gradient GEMMs, on 1 to 3 t
 }
 
 // The fused conv -> chain -> maxpool and maxpool_backward -> chain -> bias-grad kernels
-// (codegen/lower_conv_fused.cpp) on padded, strided, dilated and grouped convs, overlapping and
+// (codegen/lower/lower_conv_fused.cpp) on padded, strided, dilated and grouped convs, overlapping and
 // padded pools, pools leaving cells uncovered, odd planes, batch 1 and 3, serial and threaded, and
 // the per-node fallback when the pre-activation is needed by the backward (leaky_relu).
 TEST_CASE("cpu equals reference: fused conv/pool kernels on awkward shapes", "[cpu][models]") {

@@ -4,8 +4,8 @@
 #include <cstdlib>
 #include <string>
 
-#include "codegen/cuda_printer.h"
-#include "codegen/lower.h"
+#include "codegen/cuda/cuda_printer.h"
+#include "codegen/lower/lower.h"
 #include "frontend/frontend.h"
 #include "passes/pass_manager.h"
 

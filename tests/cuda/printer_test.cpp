@@ -3,7 +3,7 @@
 // fills, and a clear error for a KernelIR node kind it does not know.
 #include <catch2/catch.hpp>
 
-#include "codegen/kernel_ir.h"
+#include "codegen/kir/kernel_ir.h"
 #include "cuda_test_util.h"
 
 using namespace dnnc;

@@ -1,5 +1,5 @@
-// A CPU stand-in for the CUDA device, so the CUDA C that codegen/cuda_printer.cpp generates can
-// run in the test suite without a GPU (tests/codegen/cuda_emu_test.cpp). The generated source
+// A CPU stand-in for the CUDA device, so the CUDA C that codegen/cuda/cuda_printer.cpp generates can
+// run in the test suite without a GPU (tests/codegen/cuda/cuda_emu_test.cpp). The generated source
 // is compiled as C++ with this header force-included (`c++ -include cuda_emu.h -x c++`).
 //
 // Every CUDA thread of a block is a fiber on one OS thread; blocks run one after another. A

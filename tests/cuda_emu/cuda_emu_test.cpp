@@ -11,7 +11,7 @@
 #include <random>
 #include <set>
 
-#include "codegen/lower.h"
+#include "codegen/lower/lower.h"
 #include "cpu_test_util.h"
 #include "emu_program.h"
 #include "ops_graph.h"

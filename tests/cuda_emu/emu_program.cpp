@@ -11,7 +11,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "codegen/cuda_gemm.h"
+#include "codegen/cuda/cuda_gemm.h"
 
 namespace dnnc::test {
 
@@ -113,8 +113,7 @@ EmuProgram::~EmuProgram() {
 }
 
 char* EmuProgram::buf(int b) {
-  const Buffer& buf = p_.buffers.at(static_cast<size_t>(b));
-  return storage_.at(static_cast<size_t>(buf.kind == BufferKind::alias ? buf.alias_of : b)).get();
+  return storage_.at(static_cast<size_t>(codegen::root_buffer(p_, b))).get();
 }
 
 void EmuProgram::launch(size_t kernel) {

@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "codegen/cuda_printer.h"
-#include "codegen/program.h"
+#include "codegen/cuda/cuda_printer.h"
+#include "codegen/kir/program.h"
 #include "runtime/reference/interpreter.h"
 #include "runtime/tensor.h"
 

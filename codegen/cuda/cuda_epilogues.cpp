@@ -1,11 +1,10 @@
 // The GEMM side of the CUDA printer (declared in cuda_printer.h): which bias and activation
 // each GEMM step leaves to a cuBLASLt epilogue, what the backend asks cuBLASLt for and falls
 // back to, and the launch sequence of a step given what cuBLASLt took.
-#include "codegen/cuda_printer.h"
+#include "codegen/cuda/cuda_printer.h"
 
 #include <algorithm>
 
-#include "codegen/coschedule.h"
 
 namespace dnnc::codegen {
 
@@ -32,10 +31,7 @@ const char* cuda_lt_act_name(CudaLtAct a, bool bias) {
 void plan_cuda_gemm_acts(const Program& p, std::vector<CudaGemmAct>& step_act, std::vector<CudaReluMask>& masks) {
   step_act.assign(p.steps.size(), CudaGemmAct{});
   masks.clear();
-  auto root = [&](int b) {
-    const Buffer& buf = p.buffers.at(static_cast<size_t>(b));
-    return buf.kind == BufferKind::alias ? buf.alias_of : b;
-  };
+  auto root = [&](int b) { return root_buffer(p, b); };
   // One product into a dense C with a generated epilogue (cuBLASLt's epilogue replaces it).
   auto single = [](const Step& s) {
     const GemmCall& g = s.gemm;

@@ -1,5 +1,5 @@
 // The C++ printer for KernelIR and codegen::Program (see cpp_printer.h for the exported ABI).
-#include "codegen/cpp_printer.h"
+#include "codegen/cpp/cpp_printer.h"
 
 #include <fmt/format.h>
 
@@ -330,11 +330,6 @@ static void dnnc_sgemm_split_k(bool ta, bool tb, i64 m, i64 n, i64 k, float alph
 }
 )";
 
-int root_of(const Program& p, int b) {
-  const Buffer& buf = p.buffers.at(static_cast<size_t>(b));
-  return buf.kind == BufferKind::alias ? buf.alias_of : b;
-}
-
 // What an epilogue GEMM computes, for its comment.
 std::string epilogue_gemm_product(const GemmCall& g) {
   const char* ta = g.trans_a ? "ᵀ" : "";
@@ -357,7 +352,7 @@ std::vector<std::pair<std::string, std::string>> epilogue_gemm_params(const Prog
   if (g.bias_kind != GemmCall::Bias::none) params.emplace_back("const float*", "bias");
   params.emplace_back("float*", "c");
   for (size_t e = 0; e < s.args.size(); ++e) {
-    if (root_of(p, s.args[e]) == root_of(p, g.c)) {
+    if (root_buffer(p, s.args[e]) == root_buffer(p, g.c)) {
       call_args.push_back("c");
       continue;
     }
@@ -639,7 +634,7 @@ std::string print_program_cpp(const Program& p) {
     args += p.buffers.at(static_cast<size_t>(g.c)).name;
     if (g.epilogue >= 0)
       for (int b : s.args)
-        if (root_of(p, b) != root_of(p, g.c)) args += ", " + p.buffers.at(static_cast<size_t>(b)).name;
+        if (root_buffer(p, b) != root_buffer(p, g.c)) args += ", " + p.buffers.at(static_cast<size_t>(b)).name;
     if (g.first_step >= 0) args += ", " + p.buffers.at(static_cast<size_t>(g.first_step)).name;
     if (g.col_sums >= 0) args += ", " + p.buffers.at(static_cast<size_t>(g.col_sums)).name;
     // A co-scheduled group is one call, made at its last member; the profiler ticks of its

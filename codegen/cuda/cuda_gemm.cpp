@@ -1,9 +1,9 @@
 // See cuda_gemm.h.
-#include "codegen/cuda_gemm.h"
+#include "codegen/cuda/cuda_gemm.h"
 
 #include <initializer_list>
 
-#include "codegen/cuda_printer.h"
+#include "codegen/cuda/cuda_printer.h"
 
 namespace dnnc::codegen {
 

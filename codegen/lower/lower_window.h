@@ -1,7 +1,7 @@
 // Internal to codegen: geometry of convolutions and pooling windows, shared by the per-node
 // lowerings (lower_conv.cpp, lower_pool.cpp) and the fused conv/pool lowerings (lower_conv_fused.cpp).
 #pragma once
-#include "codegen/lower_ctx.h"
+#include "codegen/lower/lower_ctx.h"
 
 namespace dnnc::codegen {
 

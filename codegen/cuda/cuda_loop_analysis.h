@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "codegen/kernel_ir.h"
+#include "codegen/kir/kernel_ir.h"
 
 namespace dnnc::codegen::cuda_loops {
 

@@ -11,7 +11,7 @@
 #include <algorithm>
 #include <set>
 
-#include "codegen/lower_ctx.h"
+#include "codegen/lower/lower_ctx.h"
 #include "ir/op_registry.h"
 
 namespace dnnc::codegen {

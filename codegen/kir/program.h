@@ -2,11 +2,12 @@
 // run in order (KernelIR kernels and GEMM library calls) and the param updates it makes.
 #pragma once
 #include <cstdint>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "codegen/kernel_ir.h"
+#include "codegen/kir/kernel_ir.h"
 
 namespace dnnc::codegen {
 
@@ -98,6 +99,20 @@ struct Program {
   std::vector<int> outputs;                          // buffer of each graph output, in order
   std::vector<std::pair<std::string, int>> updates;  // param name <- buffer, in graph order
 };
+
+/// The storage buffer `b` views: `b` itself, or the buffer an alias is of.
+int root_buffer(const Program& p, int b);
+
+/// The buffers (alias roots) a step reads and writes. C of a GEMM counts as both; every kernel
+/// argument counts as read (a written one may be read too).
+struct StepAccess {
+  std::set<int> reads, writes;
+};
+StepAccess step_access(const Program& p, const Step& s);
+
+/// True if two steps can run in either order or at once: neither writes what the other reads
+/// or writes.
+bool independent(const StepAccess& x, const StepAccess& y);
 
 /// The messages a run can fail with, in the order the generated `dnnc_run` numbers them: its
 /// return value r > 0 means errors(program)[r - 1] (each names the step's IR node).

@@ -1,6 +1,6 @@
 // linear and matmul as GEMM library calls: transposes become flags, linear's bias an epilogue
 // (the bias is written first and the product added to it).
-#include "codegen/lower_ctx.h"
+#include "codegen/lower/lower_ctx.h"
 
 namespace dnnc::codegen {
 

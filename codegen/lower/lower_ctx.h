@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "codegen/lower.h"
+#include "codegen/lower/lower.h"
 #include "ir/attrs.h"
 
 namespace dnnc::codegen {

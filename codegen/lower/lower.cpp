@@ -1,6 +1,6 @@
 // The lowering driver: binds buffers to the graph's values, walks the groups in order and
 // dispatches each node to its family's lowering (lower_*.cpp).
-#include "codegen/lower.h"
+#include "codegen/lower/lower.h"
 
 #include <fmt/format.h>
 
@@ -10,8 +10,8 @@
 #include <set>
 #include <stdexcept>
 
-#include "codegen/coschedule.h"
-#include "codegen/lower_ctx.h"
+#include "codegen/lower/coschedule.h"
+#include "codegen/lower/lower_ctx.h"
 #include "ir/check.h"
 #include "ir/op_registry.h"
 #include "ir/printer.h"
@@ -180,10 +180,7 @@ std::string LowerCtx::unique_name(const std::string& base) {
   return name;
 }
 
-int LowerCtx::root(int buffer) const {
-  const Buffer& b = prog.buffers.at(static_cast<size_t>(buffer));
-  return b.kind == BufferKind::alias ? b.alias_of : buffer;
-}
+int LowerCtx::root(int buffer) const { return root_buffer(prog, buffer); }
 
 void LowerCtx::share_buffer(ir::ValueId v, int buffer) {
   DNNC_CHECK(!has_buffer(v), "share_buffer: value '{}' has a buffer already", graph.value(v).name);
@@ -222,8 +219,7 @@ int LowerCtx::define(ir::ValueId v) {
 
 void LowerCtx::define_alias(ir::ValueId v, ir::ValueId src) {
   int s = buffer(src);
-  const Buffer& sb = prog.buffers[static_cast<size_t>(s)];
-  int root = sb.kind == BufferKind::alias ? sb.alias_of : s;
+  int root = root_buffer(prog, s);
   const ir::Value& val = graph.value(v);
   Buffer b;
   b.name = unique_name("v_" + sanitize(val.name));

@@ -1,6 +1,6 @@
 // What the CUDA printer proves from KernelIR before it spreads a loop over threads
 // (cuda_loop_analysis.h).
-#include "codegen/cuda_loop_analysis.h"
+#include "codegen/cuda/cuda_loop_analysis.h"
 
 #include <algorithm>
 #include <map>

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "codegen/program.h"
+#include "codegen/kir/program.h"
 #include "ir/graph.h"
 
 namespace dnnc::codegen {
@@ -41,6 +41,31 @@ struct LowerOptions {
   // 4); a CPU core is better off with whole planes (the cuda backend turns it on).
   bool conv_row_bands = false;
 };
+
+/// The CUDA target marks every loop nest that may run in parallel (no work threshold on a GPU).
+inline constexpr int64_t kCudaParallelMinWork = 1;
+
+/// How the cuda backend lowers (also `dnnc compile --emit=cuda` and the NVRTC tests): every loop
+/// nest that may run in parallel on the grid; bias-gradient sums attached to their GEMM (for
+/// DRELU_BGRAD, else a column-sum kernel); not the optimizer update in its GEMM (cuBLASLt takes
+/// fixed alpha/beta) nor co-scheduled GEMMs (they run one after another on the stream); one conv
+/// out-channel per pass (a GPU needs the parallelism more than the input reuse; 8 spilled
+/// registers on sm_80); the conv bias gradient as a kernel of its own (pool_bias_grad_fused);
+/// per-image sums with the elements outermost (image_sums_outer); channel sums in two stages
+/// (two_stage_sums); the fused conv forward over bands of rows (conv_row_bands).
+inline LowerOptions cuda_lower_options() {
+  LowerOptions o;
+  o.parallel_min_work = kCudaParallelMinWork;
+  o.optimizer_in_gemm = false;
+  o.bias_grad_in_gemm = true;
+  o.coschedule_gemms = false;
+  o.conv_channels_per_pass = 1;
+  o.pool_bias_grad_fused = false;
+  o.image_sums_outer = false;
+  o.two_stage_sums = true;
+  o.conv_row_bands = true;
+  return o;
+}
 
 /// Lowers graph `g` (of module `m`) with the batch dim bound to `batch`. `groups` lists the
 /// nodes (indices into g.nodes, each in graph order) that form one kernel; every node must be in

@@ -6,8 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "codegen/lower.h"
-#include "codegen/program.h"
+#include "codegen/kir/program.h"
 
 namespace dnnc::codegen {
 
@@ -141,31 +140,5 @@ std::string cuda_double_literal(double v);
 /// The CUDA source of program `p`. Deterministic. Throws std::runtime_error naming the kernel
 /// if a KernelIR node has a kind this printer does not know (a newer KernelIR): never silent.
 CudaProgram print_program_cuda(const Program& p);
-
-/// The lowering options the CUDA backend uses: every loop nest that may run in parallel is
-/// marked parallel (there is no work threshold on a GPU).
-inline constexpr int64_t kCudaParallelMinWork = 1;
-
-/// How the cuda backend lowers (also `dnnc compile --emit=cuda` and the NVRTC tests): every loop
-/// nest that may run in parallel on the grid; bias-gradient sums attached to their GEMM (for
-/// DRELU_BGRAD, else a column-sum kernel); not the optimizer update in its GEMM (cuBLASLt takes
-/// fixed alpha/beta) nor co-scheduled GEMMs (they run one after another on the stream); one conv
-/// out-channel per pass (a GPU needs the parallelism more than the input reuse; 8 spilled
-/// registers on sm_80); the conv bias gradient as a kernel of its own (pool_bias_grad_fused);
-/// per-image sums with the elements outermost (image_sums_outer); channel sums in two stages
-/// (two_stage_sums); the fused conv forward over bands of rows (conv_row_bands).
-inline LowerOptions cuda_lower_options() {
-  LowerOptions o;
-  o.parallel_min_work = kCudaParallelMinWork;
-  o.optimizer_in_gemm = false;
-  o.bias_grad_in_gemm = true;
-  o.coschedule_gemms = false;
-  o.conv_channels_per_pass = 1;
-  o.pool_bias_grad_fused = false;
-  o.image_sums_outer = false;
-  o.two_stage_sums = true;
-  o.conv_row_bands = true;
-  return o;
-}
 
 }  // namespace dnnc::codegen

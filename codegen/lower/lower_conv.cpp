@@ -1,6 +1,6 @@
 // conv2d and its backward ops: direct loops for small kernels and grouped convolutions,
 // otherwise im2col / col2im kernels around batched GEMM library calls.
-#include "codegen/lower_window.h"
+#include "codegen/lower/lower_window.h"
 
 namespace dnnc::codegen {
 

@@ -6,7 +6,7 @@
 #pragma once
 #include <cstdint>
 
-#include "codegen/program.h"
+#include "codegen/kir/program.h"
 
 namespace dnnc::codegen {
 

@@ -1,6 +1,6 @@
 // The CUDA C printer (cuda_printer.h): maps each KernelIR kernel onto a grid, a warp per
 // iteration or one block, proving from the IR which loops may be spread over threads.
-#include "codegen/cuda_printer.h"
+#include "codegen/cuda/cuda_printer.h"
 
 #include <fmt/format.h>
 
@@ -11,7 +11,7 @@
 #include <set>
 #include <stdexcept>
 
-#include "codegen/cuda_loop_analysis.h"
+#include "codegen/cuda/cuda_loop_analysis.h"
 
 namespace dnnc::codegen {
 
@@ -84,7 +84,7 @@ int epilogue_of(const G& g) {
 [[noreturn]] void unknown(const std::string& kernel, const char* what, int value) {
   throw std::runtime_error(
       fmt::format("cuda printer: kernel {}: unknown KernelIR {} {} (the CUDA printer must be "
-                  "taught this node kind: codegen/cuda_printer.cpp)",
+                  "taught this node kind: codegen/cuda/cuda_printer.cpp)",
                   kernel, what, value));
 }
 

@@ -7,7 +7,7 @@
 #include <numbers>
 #include <set>
 
-#include "codegen/lower_ctx.h"
+#include "codegen/lower/lower_ctx.h"
 #include "ir/check.h"
 #include "ir/op_registry.h"
 

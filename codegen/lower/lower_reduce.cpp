@@ -3,7 +3,7 @@
 // float accumulators), so results match it up to the compiler's contraction of a*b+c.
 #include <limits>
 
-#include "codegen/lower_ctx.h"
+#include "codegen/lower/lower_ctx.h"
 #include "ir/op_registry.h"
 
 namespace dnnc::codegen {

@@ -11,7 +11,7 @@
 #include <algorithm>
 #include <limits>
 
-#include "codegen/lower_window.h"
+#include "codegen/lower/lower_window.h"
 #include "ir/op_registry.h"
 
 namespace dnnc::codegen {

@@ -1,5 +1,5 @@
 // codegen::Program helpers: buffer sizes, the run's error table and a text summary.
-#include "codegen/program.h"
+#include "codegen/kir/program.h"
 
 #include <fmt/format.h>
 
@@ -25,6 +25,53 @@ int64_t Buffer::numel() const {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
   return n;
+}
+
+int root_buffer(const Program& p, int b) {
+  const Buffer& buf = p.buffers.at(static_cast<size_t>(b));
+  return buf.kind == BufferKind::alias ? buf.alias_of : b;
+}
+
+namespace {
+
+bool meets(const std::set<int>& a, const std::set<int>& b) {
+  for (int x : a)
+    if (b.count(x)) return true;
+  return false;
+}
+
+}  // namespace
+
+StepAccess step_access(const Program& p, const Step& s) {
+  StepAccess acc;
+  auto add = [&](int b, bool written) {
+    if (b < 0) return;
+    (written ? acc.writes : acc.reads).insert(root_buffer(p, b));
+  };
+  auto add_kernel_args = [&](const Kernel& k) {
+    for (size_t i = 0; i < s.args.size() && i < k.params.size(); ++i) {
+      add(s.args[i], k.params[i].written);
+      add(s.args[i], false);
+    }
+  };
+  if (s.kind == Step::Kind::kernel) {
+    add_kernel_args(p.kernels.at(static_cast<size_t>(s.kernel)));
+    return acc;
+  }
+  const GemmCall& g = s.gemm;
+  add(g.a, false);
+  add(g.b, false);
+  add(g.bias, false);
+  add(g.first_step, false);
+  add(g.c, false);
+  add(g.c, true);
+  add(g.col_sums, true);
+  if (g.epilogue >= 0) add_kernel_args(p.kernels.at(static_cast<size_t>(g.epilogue)));
+  return acc;
+}
+
+bool independent(const StepAccess& x, const StepAccess& y) {
+  return !meets(x.writes, y.reads) && !meets(x.writes, y.writes) && !meets(y.writes, x.reads);
 }
 
 std::vector<std::string> program_errors(const Program& p) {

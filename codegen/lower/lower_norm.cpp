@@ -2,7 +2,7 @@
 // loop over channels (batchnorm) or rows (layernorm), sums in the reference's order.
 #include <fmt/format.h>
 
-#include "codegen/lower_ctx.h"
+#include "codegen/lower/lower_ctx.h"
 
 namespace dnnc::codegen {
 

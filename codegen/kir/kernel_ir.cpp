@@ -1,5 +1,5 @@
 // KernelIR expression and statement builders, with integer constant folding.
-#include "codegen/kernel_ir.h"
+#include "codegen/kir/kernel_ir.h"
 
 #include <algorithm>
 #include <cmath>

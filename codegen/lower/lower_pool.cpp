@@ -2,7 +2,7 @@
 // with PyTorch's window rules (max: first maximum, NaN propagates; avg: count_include_pad).
 #include <limits>
 
-#include "codegen/lower_window.h"
+#include "codegen/lower/lower_window.h"
 #include "ir/shape_check.h"
 
 namespace dnnc::codegen {

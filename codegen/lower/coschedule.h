@@ -6,19 +6,9 @@
 #pragma once
 #include <set>
 
-#include "codegen/program.h"
+#include "codegen/kir/program.h"
 
 namespace dnnc::codegen {
-
-/// The buffers (alias roots) a step reads and writes. C of a GEMM counts as both.
-struct StepAccess {
-  std::set<int> reads, writes;
-};
-StepAccess step_access(const Program& p, const Step& s);
-
-/// True if two steps can run in either order or at once: neither writes what the other reads
-/// or writes.
-bool independent(const StepAccess& x, const StepAccess& y);
 
 /// True if step `s` can be a member of a co-scheduled group: a single dense GEMM with a
 /// row-wise epilogue (no column sums, no per-row bias), not split along K.

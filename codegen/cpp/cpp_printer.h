@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "codegen/program.h"
+#include "codegen/kir/program.h"
 
 namespace dnnc::codegen {
 
