@@ -8,14 +8,18 @@
 
 namespace dnnc::codegen {
 
+struct CDialect;
+/// C++'s spellings for the C-family renderer (codegen/c): `__builtin_` math, no headers.
+const CDialect& cpp_dialect();
+
 /// An exact C++ literal: a hex float with an `f` suffix (`0x1.99999ap-4f`), `__builtin_inff()`,
 /// `-__builtin_inff()` or `__builtin_nanf("")`; never fails.
 std::string cpp_float_literal(float v);
 /// The same for double (no suffix; `__builtin_inf()`, `__builtin_nan("")`).
 std::string cpp_double_literal(double v);
 
-/// One expression as C++ (fully parenthesised, `params` names the kernel's buffers).
-std::string print_expr_cpp(const Expr& e, const std::vector<KernelParam>& params);
+/// One expression of kernel `k` as C++ (fully parenthesised).
+std::string print_expr_cpp(const Expr& e, const Kernel& k);
 
 /// One kernel as `static int <name>(<params>)`: returns 0, or the code of the first failed
 /// check. `comment` lines are printed above it.

@@ -1,10 +1,9 @@
 // The GEMM side of the CUDA printer (declared in cuda_printer.h): which bias and activation
 // each GEMM step leaves to a cuBLASLt epilogue, what the backend asks cuBLASLt for and falls
 // back to, and the launch sequence of a step given what cuBLASLt took.
-#include "codegen/cuda/cuda_printer.h"
-
 #include <algorithm>
 
+#include "codegen/cuda/cuda_printer.h"
 
 namespace dnnc::codegen {
 
@@ -100,7 +99,7 @@ CudaLtAct cuda_act_request(const CudaProgram& cp, size_t step, const std::vector
 }
 
 std::vector<CudaStreamOp> cuda_launch_sequence(const Program& p, const CudaProgram& cp,
-                                              const std::vector<CudaLtAct>& taken) {
+                                               const std::vector<CudaLtAct>& taken) {
   std::vector<CudaStreamOp> out;
   auto kernel = [&](int k) { out.push_back({CudaStreamOp::Kind::kernel, k, CudaLtAct::none}); };
   for (size_t i = 0; i < p.steps.size(); ++i) {
@@ -111,7 +110,7 @@ std::vector<CudaStreamOp> cuda_launch_sequence(const Program& p, const CudaProgr
     const CudaLtAct act = taken.at(i);
     if (cp.step_kernel[i] >= 0) kernel(cp.step_kernel[i]);  // bias fill
     out.push_back({CudaStreamOp::Kind::gemm, static_cast<int>(i), act});
-    if (cp.step_epilogue[i] >= 0 && act == CudaLtAct::none) kernel(cp.step_epilogue[i]);  // map over C
+    if (cp.step_epilogue[i] >= 0 && act == CudaLtAct::none) kernel(cp.step_epilogue[i]);         // map over C
     if (cp.step_col_sums[i] >= 0 && act != CudaLtAct::drelu_bgrad) kernel(cp.step_col_sums[i]);  // bias gradient
   }
   return out;

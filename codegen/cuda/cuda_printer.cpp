@@ -11,7 +11,9 @@
 #include <set>
 #include <stdexcept>
 
+#include "codegen/c/c_printer.h"
 #include "codegen/cuda/cuda_loop_analysis.h"
+#include "ir/check.h"
 
 namespace dnnc::codegen {
 
@@ -29,64 +31,26 @@ const char* cuda_mapping_name(CudaMapping m) {
   return "?";
 }
 
-const char* cuda_c_type(ScalarType t) {
-  switch (t) {
-    case ScalarType::boolean:
-      return "bool";
-    case ScalarType::i64:
-      return "i64";
-    case ScalarType::u64:
-      return "u64";
-    case ScalarType::f32:
-      return "float";
-    case ScalarType::f64:
-      return "double";
-  }
-  return "?";
+const CDialect& cuda_dialect() {
+  static const CDialect d{
+      .builtin_prefix = "",
+      .neg_i64_suffix = "LL",
+      .inf_f32 = "__int_as_float(0x7f800000)",
+      .neg_inf_f32 = "__int_as_float(0xff800000)",
+      .nan_f32 = "__int_as_float(0x7fffffff)",
+      .inf_f64 = "__longlong_as_double(0x7ff0000000000000LL)",
+      .neg_inf_f64 = "__longlong_as_double(0xfff0000000000000ULL)",
+      .nan_f64 = "__longlong_as_double(0x7ff8000000000000LL)",
+  };
+  return d;
 }
 
-std::string cuda_float_literal(float v) {
-  if (std::isnan(v)) return "__int_as_float(0x7fffffff)";
-  if (std::isinf(v)) return v > 0 ? "__int_as_float(0x7f800000)" : "__int_as_float(0xff800000)";
-  std::string s = fmt::format("{:a}f", v);
-  return std::signbit(v) ? "(" + s + ")" : s;
-}
-
-std::string cuda_double_literal(double v) {
-  if (std::isnan(v)) return "__longlong_as_double(0x7ff8000000000000LL)";
-  if (std::isinf(v))
-    return v > 0 ? "__longlong_as_double(0x7ff0000000000000LL)" : "__longlong_as_double(0xfff0000000000000ULL)";
-  std::string s = fmt::format("{:a}", v);
-  return std::signbit(v) ? "(" + s + ")" : s;
-}
+std::string cuda_float_literal(float v) { return c_float_literal(v, cuda_dialect()); }
+std::string cuda_double_literal(double v) { return c_double_literal(v, cuda_dialect()); }
 
 namespace {
 
 using namespace cuda_loops;
-
-// Fields newer KernelIRs have (GEMM epilogue kernels): read when present, so this printer
-// builds against both.
-template <class K>
-std::vector<std::string> index_params_of(const K& k) {
-  if constexpr (requires { k.index_params; })
-    return k.index_params;
-  else
-    return {};
-}
-template <class G>
-int epilogue_of(const G& g) {
-  if constexpr (requires { g.epilogue; })
-    return g.epilogue;
-  else
-    return -1;
-}
-
-[[noreturn]] void unknown(const std::string& kernel, const char* what, int value) {
-  throw std::runtime_error(
-      fmt::format("cuda printer: kernel {}: unknown KernelIR {} {} (the CUDA printer must be "
-                  "taught this node kind: codegen/cuda/cuda_printer.cpp)",
-                  kernel, what, value));
-}
 
 // ---- printing --------------------------------------------------------------------------------
 
@@ -100,9 +64,9 @@ struct Team {
 const Team kWarp{"dnnc_lane", "32", "__syncwarp();", false};
 const Team kBlock{"(i64)threadIdx.x", "(i64)blockDim.x", "__syncthreads();", true};
 
-class KernelPrinter {
+class KernelPrinter : public CPrinter {
  public:
-  KernelPrinter(const Kernel& k, int error_base) : k_(k), error_base_(error_base) {
+  KernelPrinter(const Kernel& k, int error_base) : CPrinter(k, cuda_dialect()), error_base_(error_base) {
     Effects fx = effects(k.body);
     for (const StmtNode* s : fx.stores) written_.insert(s->param);
     for (const ExprNode* l : fx.loads) loaded_.insert(l->param);
@@ -118,9 +82,8 @@ class KernelPrinter {
     // No __launch_bounds__: with it ptxas spilled a few bytes in nested divergent loops (seen
     // for sm_90); any kernel of <= 255 registers launches with kCudaBlock threads anyway.
     out += fmt::format("extern \"C\" __global__ void {}(", k_.name);
-    for (const std::string& ip : index_params_of(k_)) out += fmt::format("const i64 {}, ", ip);
-    for (const KernelParam& p : k_.params)
-      out += fmt::format("{}{}* __restrict__ {}, ", p.written ? "" : "const ", cuda_c_type(p.type), p.name);
+    for (const std::string& ip : k_.index_params) out += fmt::format("const i64 {}, ", ip);
+    for (const KernelParam& p : k_.params) out += c_param_decl(p) + ", ";
     out += "int* __restrict__ dnnc_err, int dnnc_err_base) {\n";
     out += "  if (*(volatile int*)dnnc_err) return;  // an earlier kernel failed\n";
     if (uses_smem_) out += "  __shared__ u64 dnnc_smem[32];\n";
@@ -147,128 +110,26 @@ class KernelPrinter {
     }
   }
 
-  std::string math(const char* f, ScalarType t) { return std::string(f) + (t == ScalarType::f32 ? "f" : ""); }
-
-  std::string expr(const Expr& e) {
-    const ExprNode& n = *e;
-    auto arg = [&](size_t i) { return expr(n.args[i]); };
-    switch (n.kind) {
-      case ExprKind::int_const:
-        if (n.type == ScalarType::u64) return fmt::format("0x{:x}ull", static_cast<uint64_t>(n.int_value));
-        if (n.int_value < 0) return fmt::format("({}LL)", n.int_value);
-        return fmt::format("{}", n.int_value);
-      case ExprKind::float_const:
-        return n.type == ScalarType::f32 ? cuda_float_literal(static_cast<float>(n.float_value))
-                                         : cuda_double_literal(n.float_value);
-      case ExprKind::var:
-        return n.name;
-      case ExprKind::load: {
-        if (n.args[0]->kind == ExprKind::var) {
-          auto it = load_override_.find({n.param, n.args[0]->name});
-          if (it != load_override_.end()) return it->second;
-        }
-        return fmt::format("{}[{}]", k_.params.at(static_cast<size_t>(n.param)).name, arg(0));
-      }
-      case ExprKind::cast:
-        return fmt::format("(({}){})", cuda_c_type(n.type), arg(0));
-      case ExprKind::select:
-        return fmt::format("({} ? {} : {})", arg(0), arg(1), arg(2));
-      case ExprKind::unary: {
-        ScalarType t = n.args[0].type();
-        switch (n.unary) {
-          case UnaryOp::neg:
-            return "(-" + arg(0) + ")";
-          case UnaryOp::logical_not:
-            return "(!" + arg(0) + ")";
-          case UnaryOp::is_nan:
-            return "isnan(" + arg(0) + ")";
-          case UnaryOp::abs:
-            return is_float(t) ? math("fabs", t) + "(" + arg(0) + ")" : "llabs(" + arg(0) + ")";
-          case UnaryOp::exp:
-            return math("exp", t) + "(" + arg(0) + ")";
-          case UnaryOp::log:
-            return math("log", t) + "(" + arg(0) + ")";
-          case UnaryOp::tanh:
-            return math("tanh", t) + "(" + arg(0) + ")";
-          case UnaryOp::erf:
-            return math("erf", t) + "(" + arg(0) + ")";
-          case UnaryOp::sqrt:
-            return math("sqrt", t) + "(" + arg(0) + ")";
-          case UnaryOp::floor:
-            return math("floor", t) + "(" + arg(0) + ")";
-        }
-        unknown(k_.name, "unary op", static_cast<int>(n.unary));
-      }
-      case ExprKind::binary: {
-        int64_t c = 0;
-        if (n.binary == BinaryOp::add && n.type == ScalarType::i64 && is_int_const(n.args[1], &c) && c < 0 &&
-            c != INT64_MIN)
-          return fmt::format("({} - {})", arg(0), -c);
-        std::string a = arg(0), b = arg(1);
-        const char* op = binary_op_c_token(n.binary);
-        switch (n.binary) {
-          default:
-            break;
-          case BinaryOp::min:
-            return fmt::format("({1} < {0} ? {1} : {0})", a, b);  // std::min
-          case BinaryOp::max:
-            return fmt::format("({0} < {1} ? {1} : {0})", a, b);  // std::max
-          case BinaryOp::pow:
-            return fmt::format("{}({}, {})", math("pow", n.args[0].type()), a, b);
-        }
-        if (!op) unknown(k_.name, "binary op", static_cast<int>(n.binary));
-        return fmt::format("({} {} {})", a, op, b);
-      }
+  // float4 lanes (print_vec4): loads and stores at the loop index go through per-lane locals.
+  std::string load(const ExprNode& n) override {
+    if (n.args[0]->kind == ExprKind::var) {
+      auto it = load_override_.find({n.param, n.args[0]->name});
+      if (it != load_override_.end()) return it->second;
     }
-    unknown(k_.name, "expression kind", static_cast<int>(n.kind));
+    return CPrinter::load(n);
   }
 
-  std::string fail_code(const StmtNode& s) {
-    return fmt::format("{{ atomicCAS(dnnc_err, 0, dnnc_err_base + {}); return; }}", s.code);
-  }
-
-  std::string store_text(const StmtNode& s) {
+  std::string store(const StmtNode& s) override {
     if (s.index->kind == ExprKind::var && !s.accumulate) {
       auto it = store_override_.find({s.param, s.index->name});
       if (it != store_override_.end()) return fmt::format("{} = {};", it->second, expr(s.value));
     }
-    return fmt::format("{}[{}] {}= {};", k_.params.at(static_cast<size_t>(s.param)).name, expr(s.index),
-                       s.accumulate ? "+" : "", expr(s.value));
+    return CPrinter::store(s);
   }
 
-  // Plain sequential code run by one thread.
-  void thread_block(std::string& out, const Block& b, int indent) {
-    for (const Stmt& s : b) thread_stmt(out, *s, indent);
-  }
-
-  void thread_stmt(std::string& out, const StmtNode& s, int indent) {
-    std::string pad(static_cast<size_t>(indent) * 2, ' ');
-    switch (s.kind) {
-      case StmtKind::loop:
-        out += fmt::format("{}for (i64 {} = {}; {} < {}; ++{}) {{\n", pad, s.var, expr(s.begin), s.var, expr(s.end),
-                           s.var);
-        thread_block(out, s.body, indent + 1);
-        out += pad + "}\n";
-        return;
-      case StmtKind::store:
-        out += pad + store_text(s) + "\n";
-        return;
-      case StmtKind::let:
-        out += fmt::format("{}{} {} = {};\n", pad, cuda_c_type(s.type), s.var, expr(s.value));
-        return;
-      case StmtKind::assign:
-        out += fmt::format("{}{} = {};\n", pad, s.var, expr(s.value));
-        return;
-      case StmtKind::if_:
-        out += fmt::format("{}if ({}) {{\n", pad, expr(s.cond));
-        thread_block(out, s.body, indent + 1);
-        out += pad + "}\n";
-        return;
-      case StmtKind::fail:
-        out += fmt::format("{}if ({}) {}\n", pad, expr(s.cond), fail_code(s));
-        return;
-    }
-    unknown(k_.name, "statement kind", static_cast<int>(s.kind));
+  // The first failure wins the error flag; the thread leaves the kernel.
+  std::string fail_exit(const StmtNode& s) override {
+    return fmt::format("{{ atomicCAS(dnnc_err, 0, dnnc_err_base + {}); return; }}", s.code);
   }
 
   std::string identity(BinaryOp op, ScalarType t) {
@@ -286,7 +147,7 @@ class KernelPrinter {
       case ScalarType::boolean:
         break;
     }
-    throw std::runtime_error(fmt::format("cuda printer: kernel {}: no reduction over bool", k_.name));
+    DNNC_UNREACHABLE("no reduction over bool");
   }
 
   static std::string combine(BinaryOp op, const std::string& a, const std::string& b) {
@@ -300,14 +161,13 @@ class KernelPrinter {
   void print_reduction(std::string& out, const Reduction& r, int indent, const Team& team) {
     std::string pad(static_cast<size_t>(indent) * 2, ' ');
     auto it = types_.find(r.var);
-    if (it == types_.end() || it->second == ScalarType::boolean)
-      throw std::runtime_error(fmt::format("cuda printer: kernel {}: reduction into undeclared {}", k_.name, r.var));
+    DNNC_CHECK(it != types_.end() && it->second != ScalarType::boolean, "reduction into undeclared {}", r.var);
     ScalarType t = it->second;
     std::string part = fmt::format("dnnc_part{}", reductions_++);
     const char* op_name = r.op == BinaryOp::add ? "dnnc_op_add" : r.op == BinaryOp::max ? "dnnc_op_max" : "dnnc_op_min";
     out +=
         fmt::format("{}{{  // {} = {} over the {}\n", pad, r.var, binary_op_name(r.op), team.block ? "block" : "warp");
-    out += fmt::format("{}  {} {} = {};\n", pad, cuda_c_type(t), part, identity(r.op, t));
+    out += fmt::format("{}  {} {} = {};\n", pad, c_type_name(t), part, identity(r.op, t));
     int depth = indent + 1;
     for (size_t i = 0; i < r.loops.size(); ++i) {
       const StmtNode& l = *r.loops[i];
@@ -381,7 +241,7 @@ class KernelPrinter {
             sync_before_overwrite(out, pad, team, s);
             out += fmt::format("{}for (i64 {} = {} + {}; {} < {}; {} += {}) {{\n", pad, s.var, expr(s.begin), team.lane,
                                s.var, expr(s.end), s.var, team.size);
-            thread_block(out, s.body, indent + 1);
+            block(out, s.body, indent + 1);
             out += pad + "}\n" + pad + team.sync + "\n";
             pending_ = false;
             break;
@@ -404,7 +264,7 @@ class KernelPrinter {
           // The team's reads of a buffer the kernel reads before lane 0 overwrites it.
           if (loaded_.count(s.param) && !just_synced(out, team))
             out += pad + team.sync + "  // the team's reads before lane 0 writes\n";
-          out += fmt::format("{}if ({} == 0) {}\n", pad, team.lane, store_text(s));
+          out += fmt::format("{}if ({} == 0) {}\n", pad, team.lane, store(s));
           if (loaded_.count(s.param))
             out += pad + team.sync + "\n";
           else
@@ -413,7 +273,7 @@ class KernelPrinter {
         case StmtKind::let:
         case StmtKind::assign:
         case StmtKind::fail:
-          thread_stmt(out, s, indent);
+          stmt(out, s, indent);
           break;
         case StmtKind::if_:
           out += fmt::format("{}if ({}) {{\n", pad, expr(s.cond));
@@ -421,7 +281,7 @@ class KernelPrinter {
           out += pad + "}\n";
           break;
         default:
-          unknown(k_.name, "statement kind", static_cast<int>(s.kind));
+          DNNC_UNREACHABLE("statement kind {}", static_cast<int>(s.kind));
       }
     }
   }
@@ -519,7 +379,7 @@ class KernelPrinter {
       for (int p : stored)
         store_override_[{p, l.var}] = fmt::format("dnnc_s_{}.{}", k_.params[static_cast<size_t>(p)].name, c);
       out += fmt::format("    {{\n      const i64 {} = dnnc_q * 4 + {};\n", l.var, lane);
-      thread_block(out, l.body, 3);
+      block(out, l.body, 3);
       out += "    }\n";
     }
     load_override_.clear();
@@ -530,26 +390,26 @@ class KernelPrinter {
     out += "  }\n";
     if (n % 4) {
       out += fmt::format("  for (i64 {0} = {1} + dnnc_tid; {0} < {2}; {0} += dnnc_nthreads) {{\n", l.var, n / 4 * 4, n);
-      thread_block(out, l.body, 2);
+      block(out, l.body, 2);
       out += "  }\n";
     }
   }
 
   std::string print_body(CudaKernel& info) {
     std::string out;
-    int block = kCudaBlock;
+    int block_threads = kCudaBlock;
     if (const StmtNode* l = grid_loop()) {
       out += "  const i64 dnnc_tid = (i64)blockIdx.x * blockDim.x + threadIdx.x;\n";
       out += "  const i64 dnnc_nthreads = (i64)gridDim.x * blockDim.x;\n";
       Block prefix(k_.body.begin(), k_.body.end() - 1);
-      for (const Stmt& s : prefix) thread_stmt(out, *s, 1);  // every thread, same values
+      for (const Stmt& s : prefix) stmt(out, *s, 1);  // every thread, same values
       int64_t n = extent_of(*l);
       if (effects(l->body).has_loop) {
         info.mapping = CudaMapping::grid_warp;
         // Few warps: fewer per block, so that they spread over the SMs instead of filling a
         // few of them (64 warps in blocks of 8 ran on 8 of an H200's 132 SMs).
         const int64_t per_block = std::clamp<int64_t>((n + kCudaSpreadSMs - 1) / kCudaSpreadSMs, 1, kCudaBlock / 32);
-        block = static_cast<int>(per_block * 32);
+        block_threads = static_cast<int>(per_block * 32);
         info.launch.grid = std::clamp<int64_t>((n + per_block - 1) / per_block, 1, kCudaMaxGrid);
         out += "  const int dnnc_lane = threadIdx.x & 31;\n";
         out += fmt::format("  for (i64 {0} = {1} + (dnnc_tid >> 5); {0} < {2}; {0} += (dnnc_nthreads >> 5)) {{\n",
@@ -565,7 +425,7 @@ class KernelPrinter {
         info.launch.grid = blocks_for(n);
         out += fmt::format("  for (i64 {0} = {1} + dnnc_tid; {0} < {2}; {0} += dnnc_nthreads) {{\n", l->var,
                            expr(l->begin), expr(l->end));
-        thread_block(out, l->body, 2);
+        block(out, l->body, 2);
         out += "  }\n";
       }
     } else {
@@ -573,12 +433,11 @@ class KernelPrinter {
       info.launch.grid = 1;
       uniform_block(out, k_.body, 1, kBlock);
     }
-    info.launch.block = block;
+    info.launch.block = block_threads;
     (void)error_base_;
     return out;
   }
 
-  const Kernel& k_;
   int error_base_;
   std::set<int> written_, loaded_;
   bool pending_ = false;  // lane 0 stored without a team barrier since
@@ -692,8 +551,8 @@ CudaProgram print_program_cuda(const Program& p) {
     info.step = static_cast<int>(i);
     if (s.kind == Step::Kind::kernel) {
       const Kernel& k = p.kernels.at(static_cast<size_t>(s.kernel));
-      if (!index_params_of(k).empty())
-        throw std::runtime_error(fmt::format("cuda printer: kernel step {} ({}) has index params", i, k.name));
+      CheckScope scope("CUDA printer, kernel " + k.name);
+      DNNC_CHECK(k.index_params.empty(), "a kernel step's kernel takes index params");
       info.name = k.name;
       info.args = s.args;
       info.error_base = error_base;
@@ -702,17 +561,14 @@ CudaProgram print_program_cuda(const Program& p) {
       error_base += static_cast<int>(k.errors.size());
     } else if (s.kind == Step::Kind::gemm) {
       const GemmCall& g = s.gemm;
-      if (g.first_step >= 0)
-        throw std::runtime_error(
-            fmt::format("cuda printer: GEMM step {} has a step-dependent alpha/beta (lower with "
-                        "LowerOptions::optimizer_in_gemm off)",
-                        i));
-      if (int e = epilogue_of(g); e >= 0) {
+      CheckScope scope(fmt::format("CUDA printer, GEMM step {}", i));
+      DNNC_CHECK(g.first_step < 0,
+                 "a step-dependent alpha/beta (lower with LowerOptions::optimizer_in_gemm off, cuda_lower_options)");
+      if (int e = g.epilogue; e >= 0) {
         // A map over C after the product (KernelIR's GEMM epilogue): its own launch over all of C.
         const Kernel& k = p.kernels.at(static_cast<size_t>(e));
-        if (index_params_of(k).size() != 2)
-          throw std::runtime_error(
-              fmt::format("cuda printer: GEMM epilogue {} of step {} needs 2 index params", k.name, i));
+        DNNC_CHECK(k.index_params.size() == 2, "GEMM epilogue {} takes {} index params, not 2", k.name,
+                   k.index_params.size());
         CudaKernel ep;
         ep.step = static_cast<int>(i);
         ep.name = k.name;
@@ -725,9 +581,7 @@ CudaProgram print_program_cuda(const Program& p) {
           ep.launch.grid = std::clamp<int64_t>((g.batch * g.m * g.n + kCudaBlock - 1) / kCudaBlock, 1, kCudaMaxGrid);
         // program_errors numbers the errors of kernel steps only (as the C++ printer's dnnc_run
         // does): an epilogue runs inside a GEMM's threads there and may not fail.
-        if (!k.errors.empty())
-          throw std::runtime_error(
-              fmt::format("cuda printer: GEMM epilogue {} of step {} has checks that can fail", k.name, i));
+        DNNC_CHECK(k.errors.empty(), "GEMM epilogue {} has checks that can fail", k.name);
         cp.step_epilogue[i] = static_cast<int>(cp.kernels.size());
         cp.kernels.push_back(std::move(ep));
       }
@@ -747,8 +601,8 @@ CudaProgram print_program_cuda(const Program& p) {
       info.args = {g.bias, g.c};
       cp.source += "\n" + bias_kernel(p, i, info);
     } else {
-      throw std::runtime_error(fmt::format("cuda printer: step {} of {}.{} has an unknown kind {}", i, p.module_name,
-                                           p.graph_name, static_cast<int>(s.kind)));
+      DNNC_UNREACHABLE("step {} of {}.{} has an unknown kind {}", i, p.module_name, p.graph_name,
+                       static_cast<int>(s.kind));
     }
     cp.step_kernel[i] = static_cast<int>(cp.kernels.size());
     cp.kernels.push_back(std::move(info));

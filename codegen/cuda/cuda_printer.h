@@ -130,8 +130,10 @@ void plan_cuda_gemm_acts(const Program& p, std::vector<CudaGemmAct>& step_act, s
 /// GEMM accumulates into it (beta 1).
 bool cuda_gemm_bias_epilogue(const GemmCall& g);
 
-/// The CUDA C type of a KernelIR scalar in generated code ("float", "i64", ...).
-const char* cuda_c_type(ScalarType t);
+struct CDialect;
+/// CUDA's spellings for the C-family renderer (codegen/c): device math without a prefix,
+/// specials through __int_as_float / __longlong_as_double.
+const CDialect& cuda_dialect();
 
 /// An exact CUDA C literal for a float (`0x1.99999ap-4f`; inf/nan through __int_as_float).
 std::string cuda_float_literal(float v);

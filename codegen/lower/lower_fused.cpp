@@ -55,8 +55,7 @@ std::map<const ir::Node*, const ir::Node*> plan_optimizer_gemms(const LowerCtx& 
     // The GEMM moves down to the update: its operands must not be storage that an in-place
     // update may write in between (params and update values).
     bool movable = true;
-    for (ir::ValueId v : m->inputs)
-      movable &= g.value(v).kind != ir::ValueKind::param && !ctx.in_place.count(v);
+    for (ir::ValueId v : m->inputs) movable &= g.value(v).kind != ir::ValueKind::param && !ctx.in_place.count(v);
     if (movable) out[&u] = m;
   }
   return out;

@@ -53,7 +53,7 @@ TEST_CASE("a parallel loop that assigns an outer local or can fail stays inline"
 }
 
 TEST_CASE("min and max print with std::min/std::max semantics", "[codegen][printer]") {
-  std::vector<KernelParam> none;
+  Kernel none;
   Expr a = var("a", ScalarType::f32), b = var("b", ScalarType::f32);
   CHECK(print_expr_cpp(max(a, b), none) == "(a < b ? b : a)");
   CHECK(print_expr_cpp(min(a, b), none) == "(b < a ? b : a)");

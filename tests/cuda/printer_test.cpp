@@ -5,6 +5,7 @@
 
 #include "codegen/kir/kernel_ir.h"
 #include "cuda_test_util.h"
+#include "ir/check.h"
 
 using namespace dnnc;
 using namespace dnnc::codegen;
@@ -135,10 +136,9 @@ TEST_CASE("an unknown KernelIR statement kind is an error naming the kernel", "[
   try {
     print_program_cuda(one_kernel_program(std::move(k)));
     FAIL("printed an unknown statement kind");
-  } catch (const std::runtime_error& e) {
-    std::string msg = e.what();
-    CHECK(msg.find("k0_future") != std::string::npos);
-    CHECK(msg.find("unknown KernelIR statement kind 200") != std::string::npos);
+  } catch (const InternalError& e) {
+    CHECK_THAT(e.component(), Catch::Contains("CUDA printer, kernel k0_future"));
+    CHECK_THAT(e.message(), Catch::Contains("statement kind 200"));
   }
 }
 

@@ -11,6 +11,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "codegen/c/c_printer.h"
 #include "codegen/cuda/cuda_gemm.h"
 
 namespace dnnc::test {
@@ -48,8 +49,9 @@ std::string compile_for_emulator(const std::string& source, const std::string& c
     out << source;
   }
   // -ffp-contract=off: no FMA contraction, so sums round as the reference's do.
-  std::string cmd = fmt::format("c++ -std=c++17 -O1 -ffp-contract=off -fPIC -shared -w -include '{}' -x c++ '{}' -o '{}' >'{}' 2>&1",
-                                header, src, tmp, log);
+  std::string cmd =
+      fmt::format("c++ -std=c++17 -O1 -ffp-contract=off -fPIC -shared -w -include '{}' -x c++ '{}' -o '{}' >'{}' 2>&1",
+                  header, src, tmp, log);
   if (std::system(cmd.c_str()) != 0)
     throw std::runtime_error(fmt::format("the emulator's compile of {} failed:\n{}", src, slurp(log)));
   fs::rename(tmp, so);
@@ -83,11 +85,12 @@ EmuProgram::EmuProgram(codegen::Program p, const std::string& cache_dir, const s
     size_t j = 0;
     for (size_t s = 0; s < k.scalars.size(); ++s) args.push_back(fmt::format("*(const i64*)a[{}]", j++));
     for (int b : k.args)
-      args.push_back(fmt::format("({}*)a[{}]", codegen::cuda_c_type(p_.buffers.at(static_cast<size_t>(b)).dtype), j++));
+      args.push_back(fmt::format("({}*)a[{}]", codegen::c_type_name(p_.buffers.at(static_cast<size_t>(b)).dtype), j++));
     args.push_back(fmt::format("(int*)a[{}]", j++));
     args.push_back(fmt::format("*(const int*)a[{}]", j++));
-    wrappers += fmt::format("extern \"C\" __attribute__((visibility(\"default\"))) void dnnc_emu_call_{}(void** a) {{ {}({}); }}\n",
-                            i, k.name, fmt::join(args, ", "));
+    wrappers += fmt::format(
+        "extern \"C\" __attribute__((visibility(\"default\"))) void dnnc_emu_call_{}(void** a) {{ {}({}); }}\n", i,
+        k.name, fmt::join(args, ", "));
   }
   std::string so = compile_for_emulator(cp_.source + "\n" + wrappers, cache_dir);
   lib_ = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
@@ -112,9 +115,7 @@ EmuProgram::~EmuProgram() {
   // The library is kept loaded: fiber stacks and statics live in it, and unloading it buys nothing.
 }
 
-char* EmuProgram::buf(int b) {
-  return storage_.at(static_cast<size_t>(codegen::root_buffer(p_, b))).get();
-}
+char* EmuProgram::buf(int b) { return storage_.at(static_cast<size_t>(codegen::root_buffer(p_, b))).get(); }
 
 void EmuProgram::launch(size_t kernel) {
   const codegen::CudaKernel& k = cp_.kernels.at(kernel);
@@ -128,8 +129,8 @@ void EmuProgram::launch(size_t kernel) {
   for (void*& v : values) args.push_back(v);
   args.push_back(&err_);
   args.push_back(&base);
-  const char* e = launch_(calls_[kernel], args.data(), static_cast<unsigned>(k.launch.grid),
-                          static_cast<unsigned>(k.launch.block));
+  const char* e =
+      launch_(calls_[kernel], args.data(), static_cast<unsigned>(k.launch.grid), static_cast<unsigned>(k.launch.block));
   if (e) throw std::runtime_error(fmt::format("kernel {} ({}): {}", k.name, codegen::cuda_mapping_name(k.mapping), e));
 }
 
@@ -225,9 +226,8 @@ std::vector<runtime::Tensor> EmuProgram::run(const std::map<std::string, runtime
   }
   if (err_ != 0) {
     std::vector<std::string> errors = codegen::program_errors(p_);
-    throw std::runtime_error(err_ > 0 && err_ <= static_cast<int>(errors.size())
-                                 ? errors[static_cast<size_t>(err_ - 1)]
-                                 : fmt::format("error code {}", err_));
+    throw std::runtime_error(err_ > 0 && err_ <= static_cast<int>(errors.size()) ? errors[static_cast<size_t>(err_ - 1)]
+                                                                                 : fmt::format("error code {}", err_));
   }
   auto read = [&](int b) {
     const Buffer& buffer = p_.buffers.at(static_cast<size_t>(b));

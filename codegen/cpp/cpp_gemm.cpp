@@ -1,0 +1,333 @@
+// The GEMM steps of a Program as C++ (cpp_gemm.h).
+#include "codegen/cpp/cpp_gemm.h"
+
+#include <fmt/format.h>
+
+#include "codegen/c/c_printer.h"
+#include "codegen/cpp/cpp_printer.h"
+#include "ir/check.h"
+
+namespace dnnc::codegen {
+
+const char* cpp_gemm_helpers() {
+  return R"(// C[m,n] = alpha op(A) op(B) + beta C (row-major); rows or columns of one go to sgemv.
+static void dnnc_sgemm(bool ta, bool tb, i64 m, i64 n, i64 k, float alpha, const float* a, i64 lda, const float* b,
+                       i64 ldb, float beta, float* c, i64 ldc) {
+  const int row_major = 101, no_trans = 111, trans = 112;
+  if (m <= 0 || n <= 0) return;
+  if (m == 1) {  // c = op(B)ᵀ · (row 0 of op(A))
+    if (tb) cblas_sgemv(row_major, no_trans, n, k, alpha, b, ldb, a, ta ? lda : 1, beta, c, 1);
+    else cblas_sgemv(row_major, trans, k, n, alpha, b, ldb, a, ta ? lda : 1, beta, c, 1);
+    return;
+  }
+  if (n == 1) {  // c = op(A) · (column 0 of op(B))
+    if (ta) cblas_sgemv(row_major, trans, k, m, alpha, a, lda, b, tb ? 1 : ldb, beta, c, ldc);
+    else cblas_sgemv(row_major, no_trans, m, k, alpha, a, lda, b, tb ? 1 : ldb, beta, c, ldc);
+    return;
+  }
+  cblas_sgemm(row_major, ta ? trans : no_trans, tb ? trans : no_trans, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+// The same GEMM with its rows (or columns, if there are more) split over the threads.
+static void dnnc_sgemm_split(bool ta, bool tb, i64 m, i64 n, i64 k, float alpha, const float* a, i64 lda,
+                             const float* b, i64 ldb, float beta, float* c, i64 ldc) {
+  const int t = dnnc_threads;
+  if (t <= 1) {
+    dnnc_sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    return;
+  }
+  const bool by_rows = m >= n;
+#pragma omp parallel for num_threads(t) schedule(static)
+  for (int i = 0; i < t; ++i) {
+    if (by_rows) {
+      i64 r0 = m * i / t, r1 = m * (i + 1) / t;
+      dnnc_sgemm(ta, tb, r1 - r0, n, k, alpha, ta ? a + r0 : a + r0 * lda, lda, b, ldb, beta, c + r0 * ldc, ldc);
+    } else {
+      i64 c0 = n * i / t, c1 = n * (i + 1) / t;
+      dnnc_sgemm(ta, tb, m, c1 - c0, k, alpha, a, lda, tb ? b + c0 * ldb : b + c0, ldb, beta, c + c0, ldc);
+    }
+  }
+}
+
+// Co-scheduled GEMMs (g*_group): the first row of a GEMM whose rows each weigh `w` (of the
+// group's work) at work offset `x` into it; 0 before it, `m` past it.
+static inline i64 dnnc_row_at(i64 x, i64 w, i64 m) {
+  if (x <= 0) return 0;
+  const i64 r = (x + w - 1) / w;
+  return r < m ? r : m;
+}
+
+// C = alpha op(A) op(B) (beta = 0) with K split over the threads: for a small C and a long K
+// (weight gradients summed over a batch). Thread 0 writes C, the others partial sums added after.
+static void dnnc_sgemm_split_k(bool ta, bool tb, i64 m, i64 n, i64 k, float alpha, const float* a, i64 lda,
+                               const float* b, i64 ldb, float* c, i64 ldc) {
+  const int t = dnnc_threads;
+  if (t <= 1 || k < 64 * t) {
+    dnnc_sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, 0.0f, c, ldc);
+    return;
+  }
+  float* part = (float*)__builtin_malloc(sizeof(float) * (t - 1) * m * n);
+#pragma omp parallel for num_threads(t) schedule(static)
+  for (int i = 0; i < t; ++i) {
+    i64 k0 = k * i / t, k1 = k * (i + 1) / t;
+    float* out = i == 0 ? c : part + (i - 1) * m * n;
+    dnnc_sgemm(ta, tb, m, n, k1 - k0, alpha, ta ? a + k0 * lda : a + k0, lda, tb ? b + k0 : b + k0 * ldb, ldb, 0.0f, out,
+               i == 0 ? ldc : n);
+  }
+  for (int i = 1; i < t; ++i)
+    for (i64 r = 0; r < m; ++r)
+      for (i64 j = 0; j < n; ++j) c[r * ldc + j] += part[((i - 1) * m + r) * n + j];
+  __builtin_free(part);
+}
+)";
+}
+
+void print_cpp_comment(std::string& out, const std::vector<std::string>& lines) {
+  for (const auto& l : lines) out += "// " + l + "\n";
+}
+
+namespace {
+
+// What an epilogue GEMM computes, for its comment.
+std::string epilogue_gemm_product(const GemmCall& g) {
+  const char* ta = g.trans_a ? "ᵀ" : "";
+  const char* tb = g.trans_b ? "ᵀ" : "";
+  if (g.first_step >= 0)
+    return fmt::format("C[{},{}] = α A{} · B{} + β C (α, β = {}, {} on the first step, else {}, {})", g.m, g.n, ta, tb,
+                       g.alpha_first, g.beta_first, g.alpha, g.beta);
+  return fmt::format("C[{},{}] = A{} · B{}{}", g.m, g.n, ta, tb,
+                     g.bias_kind != GemmCall::Bias::none ? " + bias per column" : "");
+}
+
+// The parameters (C type, name) of an epilogue GEMM's function, in the order dnnc_run passes
+// them: a, b, [bias], c, the epilogue's buffers other than c, [step], [col_sums]. `call_args`
+// receives the epilogue kernel's arguments (c where the kernel takes C).
+std::vector<std::pair<std::string, std::string>> epilogue_gemm_params(const Program& p, const Step& s,
+                                                                      std::vector<std::string>& call_args) {
+  const GemmCall& g = s.gemm;
+  const Kernel& k = p.kernels.at(static_cast<size_t>(g.epilogue));
+  std::vector<std::pair<std::string, std::string>> params{{"const float*", "a"}, {"const float*", "b"}};
+  if (g.bias_kind != GemmCall::Bias::none) params.emplace_back("const float*", "bias");
+  params.emplace_back("float*", "c");
+  for (size_t e = 0; e < s.args.size(); ++e) {
+    if (root_buffer(p, s.args[e]) == root_buffer(p, g.c)) {
+      call_args.push_back("c");
+      continue;
+    }
+    const KernelParam& kp = k.params.at(e);
+    params.emplace_back(fmt::format("{}{}*", kp.written ? "" : "const ", c_type_name(kp.type)), fmt::format("e{}", e));
+    call_args.push_back(params.back().second);
+  }
+  if (g.first_step >= 0) params.emplace_back("const float*", "step");
+  if (g.col_sums >= 0) params.emplace_back("float*", "col_sums");
+  return params;
+}
+
+std::string param_list(const std::vector<std::pair<std::string, std::string>>& params, const std::string& suffix) {
+  std::string out;
+  for (const auto& [type, name] : params)
+    out += fmt::format("{}{} __restrict__ {}{}", out.empty() ? "" : ", ", type, name, suffix);
+  return out;
+}
+
+// The α and β of an epilogue GEMM's product: constants, or (step-dependent scaling) the locals
+// the lines appended to `out` define.
+std::pair<std::string, std::string> epilogue_gemm_scaling(const GemmCall& g, std::string& out) {
+  bool bias = g.bias_kind != GemmCall::Bias::none;
+  if (g.first_step < 0) return {cpp_float_literal(g.alpha), cpp_float_literal(bias ? 1.0f : g.beta)};
+  out += "  const bool first = step[0] == 0x1p+0f;\n";
+  out +=
+      fmt::format("  const float alpha = first ? {} : {}, beta = first ? {} : {};\n", cpp_float_literal(g.alpha_first),
+                  cpp_float_literal(g.alpha), cpp_float_literal(g.beta_first), cpp_float_literal(g.beta));
+  return {"alpha", "beta"};
+}
+
+// Rows [r0, r1) of an epilogue GEMM: bias, product, epilogue; each line indented by `pad`.
+std::string epilogue_gemm_rows(const GemmCall& g, const Kernel& k, const std::vector<std::string>& call_args,
+                               const std::pair<std::string, std::string>& scaling, const std::string& pad) {
+  std::string out;
+  if (g.bias_kind != GemmCall::Bias::none)
+    out += fmt::format(
+        "{1}for (i64 r = r0; r < r1; ++r)\n{1}  for (i64 j = 0; j < {0}; ++j) c[r * {0} + j] = bias[j];\n", g.n, pad);
+  out += fmt::format("{}dnnc_sgemm({}, {}, r1 - r0, {}, {}, {}, a + {}, {}, b, {}, {}, c + r0 * {}, {});\n", pad,
+                     g.trans_a ? "true" : "false", g.trans_b ? "true" : "false", g.n, g.k, scaling.first,
+                     g.trans_a ? "r0" : fmt::format("r0 * {}", g.lda), g.lda, g.ldb, scaling.second, g.ldc, g.ldc);
+  out += fmt::format("{}{}(r0 * {}, r1 * {}, {});\n", pad, k.name, g.n, g.n, fmt::join(call_args, ", "));
+  return out;
+}
+
+// A GEMM with an epilogue: each thread computes a block of rows of C (bias first), then runs the
+// epilogue kernel on those rows while they are in its cache. The function takes the epilogue's
+// buffers after c (c itself once), then the step buffer of a step-dependent alpha/beta, then the
+// column-sum buffer (each thread sums the columns of its rows into its own partial sums).
+std::string gemm_epilogue_function(const Program& p, const Step& s, const std::string& name) {
+  const GemmCall& g = s.gemm;
+  DNNC_CHECK(g.batch == 1 && g.ldc == g.n && g.bias_kind != GemmCall::Bias::per_row,
+             "epilogue GEMMs are single, dense");
+  const Kernel& k = p.kernels.at(static_cast<size_t>(g.epilogue));
+  std::string out = print_kernel_cpp(k, {fmt::format("epilogue of {}: elements [begin, end) of C", name)});
+  print_cpp_comment(out, s.comment);
+  bool sums = g.col_sums >= 0;
+  out += fmt::format("// {}, then {} on each thread's rows{}\n", epilogue_gemm_product(g), k.name,
+                     sums ? ", then the column sums of C" : "");
+  std::vector<std::string> call_args;
+  out += fmt::format("static void {}({}) {{\n", name, param_list(epilogue_gemm_params(p, s, call_args), ""));
+  auto scaling = epilogue_gemm_scaling(g, out);
+  bool split = g.threads == GemmCall::Threads::split;
+  out += fmt::format("  const int t = {};\n", split ? "dnnc_threads" : "1");
+  if (sums)
+    out += fmt::format("  float* part = t > 1 ? (float*)__builtin_malloc(sizeof(float) * (t - 1) * {}) : 0;\n", g.n);
+  if (split) out += "#pragma omp parallel for num_threads(t) schedule(static)\n";
+  out += "  for (int i = 0; i < t; ++i) {\n";
+  out += fmt::format("    const i64 r0 = {} * i / t, r1 = {} * (i + 1) / t;\n", g.m, g.m);
+  out += epilogue_gemm_rows(g, k, call_args, scaling, "    ");
+  if (sums) {
+    out += fmt::format("    float* sum = i == 0 ? col_sums : part + (i - 1) * {};\n", g.n);
+    out += fmt::format("    for (i64 j = 0; j < {}; ++j) sum[j] = 0x0p+0f;\n", g.n);
+    out += fmt::format(
+        "    for (i64 r = r0; r < r1; ++r)\n      for (i64 j = 0; j < {0}; ++j) sum[j] += c[r * {0} + j];\n", g.n);
+  }
+  out += "  }\n";
+  if (sums) {
+    out += fmt::format(
+        "  for (int i = 1; i < t; ++i)\n    for (i64 j = 0; j < {0}; ++j) col_sums[j] += part[(i - 1) * {0} + j];\n",
+        g.n);
+    out += "  __builtin_free(part);\n";
+  }
+  out += "}\n";
+  return out;
+}
+
+// A co-scheduled GEMM's rows [r0, r1): bias, product and epilogue (no column sums).
+std::string gemm_rows_function(const Program& p, const Step& s, const std::string& name) {
+  const GemmCall& g = s.gemm;
+  DNNC_CHECK(g.col_sums < 0 && g.batch == 1 && g.ldc == g.n && g.bias_kind != GemmCall::Bias::per_row,
+             "a co-scheduled GEMM is single and dense, without column sums or a per-row bias");
+  const Kernel& k = p.kernels.at(static_cast<size_t>(g.epilogue));
+  std::string out = print_kernel_cpp(k, {fmt::format("epilogue of {}: elements [begin, end) of C", name)});
+  print_cpp_comment(out, s.comment);
+  out += fmt::format("// {}, then {}: rows [r0, r1) of C\n", epilogue_gemm_product(g), k.name);
+  std::vector<std::string> call_args;
+  out += fmt::format("static void {}(i64 r0, i64 r1, {}) {{\n", name,
+                     param_list(epilogue_gemm_params(p, s, call_args), ""));
+  auto scaling = epilogue_gemm_scaling(g, out);
+  out += epilogue_gemm_rows(g, k, call_args, scaling, "  ") + "}\n";
+  return out;
+}
+
+// Co-scheduled GEMM steps [first, last]: one parallel region; the rows of all of them, weighted
+// by n·k each, are split evenly over the threads, so independent GEMMs run side by side.
+std::string gemm_group_function(const Program& p, size_t first, size_t last, const std::string& name) {
+  std::string out, params, body;
+  int64_t total = 0;
+  std::vector<std::string> names;
+  for (size_t i = first; i <= last; ++i) {
+    const GemmCall& g = p.steps[i].gemm;
+    out += "\n" + gemm_rows_function(p, p.steps[i], fmt::format("g{}_rows", i));
+    names.push_back(fmt::format("g{}", i));
+    std::vector<std::string> unused, args;
+    auto member = epilogue_gemm_params(p, p.steps[i], unused);
+    params += (params.empty() ? "" : ", ") + param_list(member, fmt::format("_{}", i));
+    for (const auto& pr : member) args.push_back(fmt::format("{}_{}", pr.second, i));
+    int64_t w = g.n * g.k;
+    body += fmt::format("    r0 = dnnc_row_at(lo - {0}, {1}, {2});\n    r1 = dnnc_row_at(hi - {0}, {1}, {2});\n", total,
+                        w, g.m);
+    body += fmt::format("    if (r0 < r1) g{}_rows(r0, r1, {});\n", i, fmt::join(args, ", "));
+    total += g.m * w;
+  }
+  out += fmt::format("\n// {} at once: their rows, weighted by n·k, split evenly over the threads\n",
+                     fmt::join(names, ", "));
+  out += fmt::format("static void {}({}) {{\n  const int t = dnnc_threads;\n", name, params);
+  out += "#pragma omp parallel for num_threads(t) schedule(static)\n  for (int i = 0; i < t; ++i) {\n";
+  out += fmt::format("    const i64 lo = {0} * i / t, hi = {0} * (i + 1) / t;\n    i64 r0, r1;\n", total);
+  out += body + "  }\n}\n";
+  return out;
+}
+
+std::string gemm_function(const Program& p, const Step& s, const std::string& name) {
+  const GemmCall& g = s.gemm;
+  if (g.epilogue >= 0) return gemm_epilogue_function(p, s, name);
+  DNNC_CHECK(g.first_step < 0 && g.col_sums < 0, "step-dependent scaling and column sums need an epilogue");
+  std::string out;
+  print_cpp_comment(out, s.comment);
+  std::string prod = fmt::format("C[{},{}] = A{} · B{}", g.m, g.n, g.trans_a ? "ᵀ" : "", g.trans_b ? "ᵀ" : "");
+  if (g.batch > 1) prod += fmt::format(", {} problems{}", g.batch, g.accumulate_batches ? " summed" : "");
+  if (g.bias_kind != GemmCall::Bias::none)
+    prod += g.bias_kind == GemmCall::Bias::per_col ? " + bias per column" : " + bias per row";
+  out += "// " + prod + "\n";
+  bool bias = g.bias_kind != GemmCall::Bias::none;
+  out += fmt::format(
+      "static void {}(const float* __restrict__ a, const float* __restrict__ b, {}float* __restrict__ c) {{\n", name,
+      bias ? "const float* __restrict__ bias, " : "");
+  float beta = g.beta;
+  if (bias) {
+    int64_t rows = g.accumulate_batches ? g.m : g.batch * g.m;
+    bool par = rows > 1 && rows * g.n >= (int64_t{1} << 15);
+    if (par) out += "#pragma omp parallel for num_threads(dnnc_threads) schedule(static)\n";
+    out += fmt::format("  for (i64 r = 0; r < {}; ++r) {{\n", rows);
+    out += fmt::format("    float* row = c + r / {} * {} + r % {} * {};\n", g.m, g.accumulate_batches ? 0 : g.stride_c,
+                       g.m, g.ldc);
+    out += fmt::format("    for (i64 j = 0; j < {}; ++j) row[j] = bias[{}];\n", g.n,
+                       g.bias_kind == GemmCall::Bias::per_col ? "j" : fmt::format("r % {}", g.m));
+    out += "  }\n";
+    beta = 1.0f;
+  }
+  if (g.threads == GemmCall::Threads::split_k) {
+    DNNC_CHECK(g.batch == 1 && !bias && g.beta == 0.0f, "split_k takes one problem, no bias, beta 0");
+    out += fmt::format("  dnnc_sgemm_split_k({}, {}, {}, {}, {}, {}, a, {}, b, {}, c, {});\n}}\n",
+                       g.trans_a ? "true" : "false", g.trans_b ? "true" : "false", g.m, g.n, g.k,
+                       cpp_float_literal(g.alpha), g.lda, g.ldb, g.ldc);
+    return out;
+  }
+  bool split = g.threads == GemmCall::Threads::split;
+  const char* fn = split ? "dnnc_sgemm_split" : "dnnc_sgemm";
+  auto call = [&](const std::string& ia, const std::string& ib, const std::string& ic, const std::string& beta_s) {
+    return fmt::format("{}({}, {}, {}, {}, {}, {}, a{}, {}, b{}, {}, {}, c{}, {});", fn, g.trans_a ? "true" : "false",
+                       g.trans_b ? "true" : "false", g.m, g.n, g.k, cpp_float_literal(g.alpha), ia, g.lda, ib, g.ldb,
+                       beta_s, ic, g.ldc);
+  };
+  if (g.batch == 1) {
+    out += "  " + call("", "", "", cpp_float_literal(beta)) + "\n";
+  } else {
+    auto off = [](int64_t stride) { return stride == 0 ? std::string() : fmt::format(" + bi * {}", stride); };
+    if (g.threads == GemmCall::Threads::over_batch) {
+      fn = "dnnc_sgemm";
+      out += "#pragma omp parallel for num_threads(dnnc_threads) schedule(static)\n";
+    }
+    out += fmt::format("  for (i64 bi = 0; bi < {}; ++bi) {{\n", g.batch);
+    std::string beta_s = g.accumulate_batches && !bias
+                             ? fmt::format("bi == 0 ? {} : {}", cpp_float_literal(beta), cpp_float_literal(1.0f))
+                             : cpp_float_literal(g.accumulate_batches ? 1.0f : beta);
+    out += "    " + call(off(g.stride_a), off(g.stride_b), off(g.stride_c), beta_s) + "\n";
+    out += "  }\n";
+  }
+  out += "}\n";
+  (void)p;
+  return out;
+}
+
+}  // namespace
+
+std::string cpp_gemm_function(const Program& p, const Step& s, const std::string& name) {
+  return gemm_function(p, s, name);
+}
+
+std::string cpp_gemm_group_function(const Program& p, size_t first, size_t last, const std::string& name) {
+  return gemm_group_function(p, first, last, name);
+}
+
+std::string cpp_gemm_call_args(const Program& p, const Step& s) {
+  const GemmCall& g = s.gemm;
+  std::string args =
+      p.buffers.at(static_cast<size_t>(g.a)).name + ", " + p.buffers.at(static_cast<size_t>(g.b)).name + ", ";
+  if (g.bias_kind != GemmCall::Bias::none) args += p.buffers.at(static_cast<size_t>(g.bias)).name + ", ";
+  args += p.buffers.at(static_cast<size_t>(g.c)).name;
+  if (g.epilogue >= 0)
+    for (int b : s.args)
+      if (root_buffer(p, b) != root_buffer(p, g.c)) args += ", " + p.buffers.at(static_cast<size_t>(b)).name;
+  if (g.first_step >= 0) args += ", " + p.buffers.at(static_cast<size_t>(g.first_step)).name;
+  if (g.col_sums >= 0) args += ", " + p.buffers.at(static_cast<size_t>(g.col_sums)).name;
+  return args;
+}
+
+}  // namespace dnnc::codegen
