@@ -12,24 +12,10 @@
 #include <stdexcept>
 
 #include "codegen/c/c_printer.h"
-#include "codegen/cuda/cuda_loop_analysis.h"
+#include "codegen/cuda/cuda_mapping.h"
 #include "ir/check.h"
 
 namespace dnnc::codegen {
-
-const char* cuda_mapping_name(CudaMapping m) {
-  switch (m) {
-    case CudaMapping::grid_thread:
-      return "grid_thread";
-    case CudaMapping::grid_vec4:
-      return "grid_vec4";
-    case CudaMapping::grid_warp:
-      return "grid_warp";
-    case CudaMapping::block:
-      return "block";
-  }
-  return "?";
-}
 
 const CDialect& cuda_dialect() {
   static const CDialect d{
@@ -50,12 +36,12 @@ std::string cuda_double_literal(double v) { return c_double_literal(v, cuda_dial
 
 namespace {
 
-using namespace cuda_loops;
+using cuda_loops::Reduction;
 
 // ---- printing --------------------------------------------------------------------------------
 
-// Who executes a uniform region: every thread of a warp or of the block runs the same
-// statements with the same values; `lane` numbers them 0..size-1.
+// Who executes a team region: every thread of a warp or of the block runs the same statements
+// with the same values; `lane` numbers them 0..size-1.
 struct Team {
   std::string lane, size, sync;
   bool block = false;
@@ -64,21 +50,34 @@ struct Team {
 const Team kWarp{"dnnc_lane", "32", "__syncwarp();", false};
 const Team kBlock{"(i64)threadIdx.x", "(i64)blockDim.x", "__syncthreads();", true};
 
+// The comment printed beside a barrier.
+const char* sync_comment(CudaSync s) {
+  switch (s) {
+    case CudaSync::lane0_stores:
+      return "  // lane 0's stores before the team writes";
+    case CudaSync::before_overwrite:
+      return "  // earlier reads before the team overwrites";
+    case CudaSync::before_lane0:
+      return "  // the team's reads before lane 0 writes";
+    case CudaSync::after:
+    case CudaSync::end_of_iteration:
+      return "";
+  }
+  return "";
+}
+
+// Renders one kernel as the `__global__` function its CudaKernelPlan describes. It decides
+// nothing: the mapping, every loop's role and every barrier come from the plan.
 class KernelPrinter : public CPrinter {
  public:
-  KernelPrinter(const Kernel& k, int error_base) : CPrinter(k, cuda_dialect()), error_base_(error_base) {
-    Effects fx = effects(k.body);
-    for (const StmtNode* s : fx.stores) written_.insert(s->param);
-    for (const ExprNode* l : fx.loads) loaded_.insert(l->param);
+  KernelPrinter(const Kernel& k, const CudaKernelPlan& plan) : CPrinter(k, cuda_dialect()), plan_(plan) {
     types_of(k.body);
   }
 
-  // The whole `__global__` function; sets mapping and launch.
-  std::string print(const std::vector<std::string>& comment, CudaKernel& info) {
-    std::string body = print_body(info);
+  std::string print(const std::vector<std::string>& comment) {
     std::string out;
     for (const auto& l : comment) out += "// " + l + "\n";
-    out += fmt::format("// mapping: {}\n", cuda_mapping_name(info.mapping));
+    out += fmt::format("// mapping: {}\n", cuda_mapping_name(plan_.mapping));
     // No __launch_bounds__: with it ptxas spilled a few bytes in nested divergent loops (seen
     // for sm_90); any kernel of <= 255 registers launches with kCudaBlock threads anyway.
     out += fmt::format("extern \"C\" __global__ void {}(", k_.name);
@@ -86,18 +85,9 @@ class KernelPrinter : public CPrinter {
     for (const KernelParam& p : k_.params) out += c_param_decl(p) + ", ";
     out += "int* __restrict__ dnnc_err, int dnnc_err_base) {\n";
     out += "  if (*(volatile int*)dnnc_err) return;  // an earlier kernel failed\n";
-    if (uses_smem_) out += "  __shared__ u64 dnnc_smem[32];\n";
-    out += body;
+    if (plan_.launch.shared_bytes) out += "  __shared__ u64 dnnc_smem[32];\n";
+    print_body(out);
     out += "}\n";
-    info.launch.shared_bytes = uses_smem_ ? 32 * 8 : 0;
-    info.min_bytes = 0;
-    for (size_t i = 0; i < k_.params.size(); ++i) {
-      const KernelParam& p = k_.params[i];
-      int64_t bytes =
-          p.numel * (p.type == ScalarType::i64 || p.type == ScalarType::u64 || p.type == ScalarType::f64 ? 8 : 4);
-      info.min_bytes +=
-          (loaded_.count(static_cast<int>(i)) ? bytes : 0) + (written_.count(static_cast<int>(i)) ? bytes : 0);
-    }
     return out;
   }
 
@@ -159,224 +149,99 @@ class KernelPrinter : public CPrinter {
   // A reduction nest split over the team: each thread folds a strided part of the innermost
   // loop, the team combines the parts with shuffles (and shared memory across warps).
   void print_reduction(std::string& out, const Reduction& r, int indent, const Team& team) {
-    std::string pad(static_cast<size_t>(indent) * 2, ' ');
+    std::string p = pad(indent);
     auto it = types_.find(r.var);
     DNNC_CHECK(it != types_.end() && it->second != ScalarType::boolean, "reduction into undeclared {}", r.var);
     ScalarType t = it->second;
     std::string part = fmt::format("dnnc_part{}", reductions_++);
     const char* op_name = r.op == BinaryOp::add ? "dnnc_op_add" : r.op == BinaryOp::max ? "dnnc_op_max" : "dnnc_op_min";
-    out +=
-        fmt::format("{}{{  // {} = {} over the {}\n", pad, r.var, binary_op_name(r.op), team.block ? "block" : "warp");
-    out += fmt::format("{}  {} {} = {};\n", pad, c_type_name(t), part, identity(r.op, t));
+    out += fmt::format("{}{{  // {} = {} over the {}\n", p, r.var, binary_op_name(r.op), team.block ? "block" : "warp");
+    out += fmt::format("{}  {} {} = {};\n", p, c_type_name(t), part, identity(r.op, t));
     int depth = indent + 1;
     for (size_t i = 0; i < r.loops.size(); ++i) {
       const StmtNode& l = *r.loops[i];
-      std::string lp(static_cast<size_t>(depth) * 2, ' ');
       if (i + 1 == r.loops.size())
-        out += fmt::format("{}for (i64 {} = {} + {}; {} < {}; {} += {}) {{\n", lp, l.var, expr(l.begin), team.lane,
-                           l.var, expr(l.end), l.var, team.size);
+        out += fmt::format("{}for (i64 {} = {} + {}; {} < {}; {} += {}) {{\n", pad(depth), l.var, expr(l.begin),
+                           team.lane, l.var, expr(l.end), l.var, team.size);
       else
-        out +=
-            fmt::format("{}for (i64 {} = {}; {} < {}; ++{}) {{\n", lp, l.var, expr(l.begin), l.var, expr(l.end), l.var);
+        out += pad(depth) + for_header(l) + "\n";
       ++depth;
     }
-    out += fmt::format("{}{} = {};\n", std::string(static_cast<size_t>(depth) * 2, ' '), part,
-                       combine(r.op, part, expr(r.term)));
-    for (size_t i = r.loops.size(); i-- > 0;) out += std::string(static_cast<size_t>(--depth) * 2, ' ') + "}\n";
-    if (team.block) {
-      uses_smem_ = true;
-      out += fmt::format("{}  {} = dnnc_block_allreduce({}, {}(), dnnc_smem);\n", pad, part, part, op_name);
-    } else {
-      out += fmt::format("{}  {} = dnnc_warp_allreduce({}, {}());\n", pad, part, part, op_name);
-    }
-    out += fmt::format("{}  {} = {};\n", pad, r.var, combine(r.op, r.var, part));
-    out += pad + "}\n";
+    out += fmt::format("{}{} = {};\n", pad(depth), part, combine(r.op, part, expr(r.term)));
+    for (size_t i = r.loops.size(); i-- > 0;) out += pad(--depth) + "}\n";
+    if (team.block)
+      out += fmt::format("{}  {} = dnnc_block_allreduce({}, {}(), dnnc_smem);\n", p, part, part, op_name);
+    else
+      out += fmt::format("{}  {} = dnnc_warp_allreduce({}, {}());\n", p, part, part, op_name);
+    out += fmt::format("{}  {} = {};\n", p, r.var, combine(r.op, r.var, part));
+    out += p + "}\n";
   }
 
-  // A spread loop that stores to a buffer the kernel reads: lanes that run ahead would
-  // overwrite elements other lanes (lane 0 above all, making the team's stores) have not read
-  // yet, e.g. scratch reused by each iteration of an enclosing loop. A barrier first, unless
-  // one was just printed.
-  void sync_before_overwrite(std::string& out, const std::string& pad, const Team& team, const StmtNode& loop) {
-    bool overwrites = false;
-    for (const StmtNode* st : effects(loop.body).stores) overwrites |= loaded_.count(st->param) > 0;
-    if (overwrites && !just_synced(out, team))
-      out += pad + team.sync + "  // earlier reads before the team overwrites\n";
+  void syncs(std::string& out, const std::string& p, const Team& team, const std::vector<CudaSync>& v) {
+    for (CudaSync s : v) out += p + (s == CudaSync::end_of_iteration ? "  " : "") + team.sync + sync_comment(s) + "\n";
   }
 
-  // True if the last line printed is a team barrier (with or without a comment).
-  static bool just_synced(const std::string& out, const Team& team) {
-    if (out.empty() || out.back() != '\n') return false;
-    size_t start = out.rfind('\n', out.size() - 2);
-    start = start == std::string::npos ? 0 : start + 1;
-    size_t first = out.find_first_not_of(' ', start);
-    return first != std::string::npos && out.compare(first, team.sync.size(), team.sync) == 0;
-  }
-
-  void sync_pending(std::string& out, const std::string& pad, const Team& team) {
-    if (!pending_) return;
-    out += pad + team.sync + "  // lane 0's stores before the team writes\n";
-    pending_ = false;
-  }
-
-  // Code every thread of `team` runs with the same values: loops the IR proves independent
-  // are spread over the team, reductions are split, other stores are made by lane 0; a team
-  // barrier follows every spread loop and every store.
-  void uniform_block(std::string& out, const Block& b, int indent, const Team& team) {
-    std::string pad(static_cast<size_t>(indent) * 2, ' ');
+  // A team region: loops run as the plan says (spread over the lanes, split as a reduction or
+  // run by every lane), stores the plan gives lane 0 are lane 0's, barriers where it puts them.
+  void team_block(std::string& out, const Block& b, int indent, const Team& team) {
+    const std::string p = pad(indent);
     for (const Stmt& sp : b) {
       const StmtNode& s = *sp;
+      const CudaTeamStmt& t = plan_.at(s);
+      syncs(out, p, team, t.before);
       switch (s.kind) {
-        case StmtKind::loop: {
-          if (auto r = reduction_nest(s)) {
-            sync_pending(out, pad, team);
-            print_reduction(out, *r, indent, team);
-            break;
-          }
-          // Spread the loop over the team, unless it is a strided loop around an inner loop
-          // that can be spread with unit stride (coalesced accesses) instead (coalesced_inner).
-          bool inner_better = !unit_stride(s) && coalesced_inner(s) != nullptr;
-          if (!inner_better && distributable(s)) {
-            sync_pending(out, pad, team);
-            sync_before_overwrite(out, pad, team, s);
-            out += fmt::format("{}for (i64 {} = {} + {}; {} < {}; {} += {}) {{\n", pad, s.var, expr(s.begin), team.lane,
+        case StmtKind::loop:
+          if (t.role == CudaLoopRole::reduction) {
+            print_reduction(out, *t.reduction, indent, team);
+          } else if (t.role == CudaLoopRole::spread) {
+            out += fmt::format("{}for (i64 {} = {} + {}; {} < {}; {} += {}) {{\n", p, s.var, expr(s.begin), team.lane,
                                s.var, expr(s.end), s.var, team.size);
             block(out, s.body, indent + 1);
-            out += pad + "}\n" + pad + team.sync + "\n";
-            pending_ = false;
-            break;
+            out += p + "}\n";
+          } else {
+            out += p + for_header(s) + "\n";
+            team_block(out, s.body, indent + 1, team);
+            syncs(out, p, team, t.after);  // end_of_iteration: inside the body
+            out += p + "}\n";
+            continue;
           }
-          out += fmt::format("{}for (i64 {} = {}; {} < {}; ++{}) {{\n", pad, s.var, expr(s.begin), s.var, expr(s.end),
-                             s.var);
-          uniform_block(out, s.body, indent + 1, team);
-          // Lane 0's stores of this iteration before the next iteration's spread loops.
-          if (pending_) {
-            out += pad + "  " + team.sync + "\n";
-            pending_ = false;
-          }
-          out += pad + "}\n";
           break;
-        }
         case StmtKind::store:
-          // Lane 0 makes every such store, in program order, so it needs no barrier for its own
-          // later reads; the others only see the buffer again through loads (barrier now) or
-          // through a spread loop (barrier before it, see sync_pending).
-          // The team's reads of a buffer the kernel reads before lane 0 overwrites it.
-          if (loaded_.count(s.param) && !just_synced(out, team))
-            out += pad + team.sync + "  // the team's reads before lane 0 writes\n";
-          out += fmt::format("{}if ({} == 0) {}\n", pad, team.lane, store(s));
-          if (loaded_.count(s.param))
-            out += pad + team.sync + "\n";
+          if (t.lane0)
+            out += fmt::format("{}if ({} == 0) {}\n", p, team.lane, store(s));
           else
-            pending_ = true;
-          break;
-        case StmtKind::let:
-        case StmtKind::assign:
-        case StmtKind::fail:
-          stmt(out, s, indent);
+            stmt(out, s, indent);
           break;
         case StmtKind::if_:
-          out += fmt::format("{}if ({}) {{\n", pad, expr(s.cond));
-          uniform_block(out, s.body, indent + 1, team);
-          out += pad + "}\n";
+          out += fmt::format("{}if ({}) {{\n", p, expr(s.cond));
+          team_block(out, s.body, indent + 1, team);
+          out += p + "}\n";
           break;
         default:
-          DNNC_UNREACHABLE("statement kind {}", static_cast<int>(s.kind));
+          stmt(out, s, indent);
+          break;
       }
+      syncs(out, p, team, t.after);
     }
-  }
-
-  static int64_t extent_of(const StmtNode& l) {
-    int64_t b = 0, e = 0;
-    if (is_int_const(l.begin, &b) && is_int_const(l.end, &e)) return std::max<int64_t>(e - b, 0);
-    return int64_t{1} << 20;  // unknown: enough blocks to fill any GPU
-  }
-
-  static int64_t blocks_for(int64_t threads) {
-    return std::clamp<int64_t>((threads + kCudaBlock - 1) / kCudaBlock, 1, kCudaMaxGrid);
-  }
-
-  // The single top-level loop a grid can share, if the kernel has the shape `prefix; loop`
-  // where the prefix stores nothing and reads nothing the kernel writes.
-  const StmtNode* grid_loop() const {
-    if (k_.body.empty() || k_.body.back()->kind != StmtKind::loop) return nullptr;
-    const StmtNode& l = *k_.body.back();
-    if (!l.parallel && !distributable(l)) return nullptr;
-    Block prefix(k_.body.begin(), k_.body.end() - 1);
-    Effects fx = effects(prefix);
-    if (!fx.stores.empty()) return nullptr;
-    for (const ExprNode* ld : fx.loads)
-      if (written_.count(ld->param)) return nullptr;
-    if (mentions(l.begin, l.var) || mentions(l.end, l.var)) return nullptr;
-    return &l;
-  }
-
-  // True if, in statement order, no load of a buffer follows a store to it (a buffer updated
-  // in place is read before it is written), so float4 loads done first see the same values.
-  static bool reads_before_writes(const Block& b, std::set<int>& stored) {
-    for (const Stmt& sp : b) {
-      const StmtNode& s = *sp;
-      std::vector<const ExprNode*> loads;
-      for (const Expr* e : {&s.begin, &s.end, &s.index, &s.value, &s.cond}) loads_of(*e, loads);
-      for (const ExprNode* l : loads)
-        if (stored.count(l->param)) return false;
-      if (s.kind == StmtKind::store) stored.insert(s.param);
-      if (!reads_before_writes(s.body, stored)) return false;
-    }
-    return true;
-  }
-
-  // float4 form of a flat loop: every access at the loop index is to an f32 buffer, a buffer
-  // both read and written (in place) is read only at the loop index and before it is written,
-  // and every store is at the loop index.
-  bool vectorizable(const StmtNode& l) const {
-    int64_t b = -1, e = 0;
-    if (!is_int_const(l.begin, &b) || b != 0 || !is_int_const(l.end, &e) || e < 4) return false;
-    Effects fx = effects(l.body);
-    if (fx.has_loop || fx.has_fail || fx.stores.empty()) return false;
-    // Every store at the top of the body: one under an `if` would leave its float4 lane unset.
-    size_t top_stores = 0;
-    for (const Stmt& st : l.body) top_stores += st->kind == StmtKind::store;
-    if (top_stores != fx.stores.size()) return false;
-    std::set<int> stored;
-    for (const StmtNode* s : fx.stores) {
-      if (s->accumulate || s->index->kind != ExprKind::var || s->index->name != l.var) return false;
-      if (k_.params[static_cast<size_t>(s->param)].type != ScalarType::f32) return false;
-      stored.insert(s->param);
-    }
-    for (const ExprNode* ld : fx.loads) {
-      bool at_i = ld->args[0]->kind == ExprKind::var && ld->args[0]->name == l.var;
-      if (!at_i) {
-        if (stored.count(ld->param)) return false;
-        continue;
-      }
-      if (k_.params[static_cast<size_t>(ld->param)].type != ScalarType::f32) return false;
-    }
-    std::set<int> seen;
-    return reads_before_writes(l.body, seen);
   }
 
   void print_vec4(std::string& out, const StmtNode& l) {
     int64_t n = 0;
     is_int_const(l.end, &n);
-    Effects fx = effects(l.body);
-    std::set<int> loaded, stored;
-    for (const ExprNode* ld : fx.loads)
-      if (ld->args[0]->kind == ExprKind::var && ld->args[0]->name == l.var) loaded.insert(ld->param);
-    for (const StmtNode* s : fx.stores) stored.insert(s->param);
     out += fmt::format("  for (i64 dnnc_q = dnnc_tid; dnnc_q < {}; dnnc_q += dnnc_nthreads) {{\n", n / 4);
-    for (int p : loaded) {
+    for (int p : plan_.vec4_loads) {
       const std::string& name = k_.params[static_cast<size_t>(p)].name;
       out += fmt::format("    const float4 dnnc_l_{0} = reinterpret_cast<const float4*>({0})[dnnc_q];\n", name);
     }
-    for (int p : stored) out += fmt::format("    float4 dnnc_s_{};\n", k_.params[static_cast<size_t>(p)].name);
+    for (int p : plan_.vec4_stores)
+      out += fmt::format("    float4 dnnc_s_{};\n", k_.params[static_cast<size_t>(p)].name);
     for (const char* c : {"x", "y", "z", "w"}) {
       int lane = c[0] == 'x' ? 0 : c[0] == 'y' ? 1 : c[0] == 'z' ? 2 : 3;
       load_override_.clear();
       store_override_.clear();
-      for (int p : loaded)
+      for (int p : plan_.vec4_loads)
         load_override_[{p, l.var}] = fmt::format("dnnc_l_{}.{}", k_.params[static_cast<size_t>(p)].name, c);
-      for (int p : stored)
+      for (int p : plan_.vec4_stores)
         store_override_[{p, l.var}] = fmt::format("dnnc_s_{}.{}", k_.params[static_cast<size_t>(p)].name, c);
       out += fmt::format("    {{\n      const i64 {} = dnnc_q * 4 + {};\n", l.var, lane);
       block(out, l.body, 3);
@@ -384,7 +249,7 @@ class KernelPrinter : public CPrinter {
     }
     load_override_.clear();
     store_override_.clear();
-    for (int p : stored)
+    for (int p : plan_.vec4_stores)
       out += fmt::format("    reinterpret_cast<float4*>({0})[dnnc_q] = dnnc_s_{0};\n",
                          k_.params[static_cast<size_t>(p)].name);
     out += "  }\n";
@@ -395,55 +260,41 @@ class KernelPrinter : public CPrinter {
     }
   }
 
-  std::string print_body(CudaKernel& info) {
-    std::string out;
-    int block_threads = kCudaBlock;
-    if (const StmtNode* l = grid_loop()) {
-      out += "  const i64 dnnc_tid = (i64)blockIdx.x * blockDim.x + threadIdx.x;\n";
-      out += "  const i64 dnnc_nthreads = (i64)gridDim.x * blockDim.x;\n";
-      Block prefix(k_.body.begin(), k_.body.end() - 1);
-      for (const Stmt& s : prefix) stmt(out, *s, 1);  // every thread, same values
-      int64_t n = extent_of(*l);
-      if (effects(l->body).has_loop) {
-        info.mapping = CudaMapping::grid_warp;
-        // Few warps: fewer per block, so that they spread over the SMs instead of filling a
-        // few of them (64 warps in blocks of 8 ran on 8 of an H200's 132 SMs).
-        const int64_t per_block = std::clamp<int64_t>((n + kCudaSpreadSMs - 1) / kCudaSpreadSMs, 1, kCudaBlock / 32);
-        block_threads = static_cast<int>(per_block * 32);
-        info.launch.grid = std::clamp<int64_t>((n + per_block - 1) / per_block, 1, kCudaMaxGrid);
+  void print_body(std::string& out) {
+    if (plan_.mapping == CudaMapping::block) {
+      team_block(out, k_.body, 1, kBlock);
+      return;
+    }
+    const StmtNode& l = *plan_.grid_loop;
+    out += "  const i64 dnnc_tid = (i64)blockIdx.x * blockDim.x + threadIdx.x;\n";
+    out += "  const i64 dnnc_nthreads = (i64)gridDim.x * blockDim.x;\n";
+    for (const Stmt& s : k_.body)
+      if (s.get() != &l) stmt(out, *s, 1);  // every thread, same values
+    switch (plan_.mapping) {
+      case CudaMapping::grid_warp:
         out += "  const int dnnc_lane = threadIdx.x & 31;\n";
         out += fmt::format("  for (i64 {0} = {1} + (dnnc_tid >> 5); {0} < {2}; {0} += (dnnc_nthreads >> 5)) {{\n",
-                           l->var, expr(l->begin), expr(l->end));
-        uniform_block(out, l->body, 2, kWarp);
+                           l.var, expr(l.begin), expr(l.end));
+        team_block(out, l.body, 2, kWarp);
         out += "  }\n";
-      } else if (vectorizable(*l)) {
-        info.mapping = CudaMapping::grid_vec4;
-        info.launch.grid = blocks_for((n + 3) / 4);
-        print_vec4(out, *l);
-      } else {
-        info.mapping = CudaMapping::grid_thread;
-        info.launch.grid = blocks_for(n);
-        out += fmt::format("  for (i64 {0} = {1} + dnnc_tid; {0} < {2}; {0} += dnnc_nthreads) {{\n", l->var,
-                           expr(l->begin), expr(l->end));
-        block(out, l->body, 2);
+        return;
+      case CudaMapping::grid_vec4:
+        print_vec4(out, l);
+        return;
+      case CudaMapping::grid_thread:
+        out += fmt::format("  for (i64 {0} = {1} + dnnc_tid; {0} < {2}; {0} += dnnc_nthreads) {{\n", l.var,
+                           expr(l.begin), expr(l.end));
+        block(out, l.body, 2);
         out += "  }\n";
-      }
-    } else {
-      info.mapping = CudaMapping::block;
-      info.launch.grid = 1;
-      uniform_block(out, k_.body, 1, kBlock);
+        return;
+      case CudaMapping::block:
+        break;
     }
-    info.launch.block = block_threads;
-    (void)error_base_;
-    return out;
   }
 
-  int error_base_;
-  std::set<int> written_, loaded_;
-  bool pending_ = false;  // lane 0 stored without a team barrier since
+  const CudaKernelPlan& plan_;
   std::map<std::string, ScalarType> types_;
   std::map<std::pair<int, std::string>, std::string> load_override_, store_override_;
-  bool uses_smem_ = false;
   int reductions_ = 0;
 };
 
@@ -508,7 +359,7 @@ std::string bias_kernel(const Program& p, size_t step, CudaKernel& info) {
                      g.bias_kind == GemmCall::Bias::per_col ? "j" : fmt::format("r % {}", g.m));
   out += "  }\n}\n";
   info.mapping = CudaMapping::grid_thread;
-  info.launch.grid = std::clamp<int64_t>((rows * g.n + kCudaBlock - 1) / kCudaBlock, 1, kCudaMaxGrid);
+  info.launch.grid = cuda_blocks_for(rows * g.n);
   info.launch.block = kCudaBlock;
   info.min_bytes = 4 * ((g.bias_kind == GemmCall::Bias::per_col ? g.n : g.m) + rows * g.n);
   return out;
@@ -527,7 +378,7 @@ std::string col_sums_kernel(const Program& p, size_t step, CudaKernel& info) {
   out += fmt::format("  for (i64 r = 0; r < {}; ++r) s += c[r * {} + j];\n", g.m, g.ldc);
   out += "  sums[j] = s;\n}\n";
   info.mapping = CudaMapping::grid_thread;
-  info.launch.grid = (g.n + kCudaBlock - 1) / kCudaBlock;
+  info.launch.grid = cuda_blocks_for(g.n);
   info.launch.block = kCudaBlock;
   info.min_bytes = 4 * (g.m * g.n + g.n);
   return out;
@@ -556,8 +407,11 @@ CudaProgram print_program_cuda(const Program& p) {
       info.name = k.name;
       info.args = s.args;
       info.error_base = error_base;
-      KernelPrinter kp(k, error_base);
-      cp.source += "\n" + kp.print(s.comment, info);
+      const CudaKernelPlan plan = plan_cuda_kernel(k);
+      info.mapping = plan.mapping;
+      info.launch = plan.launch;
+      info.min_bytes = plan.min_bytes;
+      cp.source += "\n" + KernelPrinter(k, plan).print(s.comment);
       error_base += static_cast<int>(k.errors.size());
     } else if (s.kind == Step::Kind::gemm) {
       const GemmCall& g = s.gemm;
@@ -575,10 +429,11 @@ CudaProgram print_program_cuda(const Program& p) {
         ep.args = s.args;
         ep.scalars = {0, g.batch * g.m * g.n};
         ep.error_base = error_base;
-        KernelPrinter kp(k, error_base);
-        cp.source += "\n" + kp.print(s.comment, ep);
-        if (ep.mapping != CudaMapping::block)
-          ep.launch.grid = std::clamp<int64_t>((g.batch * g.m * g.n + kCudaBlock - 1) / kCudaBlock, 1, kCudaMaxGrid);
+        const CudaKernelPlan plan = plan_cuda_kernel(k, g.batch * g.m * g.n);
+        ep.mapping = plan.mapping;
+        ep.launch = plan.launch;
+        ep.min_bytes = plan.min_bytes;
+        cp.source += "\n" + KernelPrinter(k, plan).print(s.comment);
         // program_errors numbers the errors of kernel steps only (as the C++ printer's dnnc_run
         // does): an epilogue runs inside a GEMM's threads there and may not fail.
         DNNC_CHECK(k.errors.empty(), "GEMM epilogue {} has checks that can fail", k.name);

@@ -6,32 +6,10 @@
 #include <string>
 #include <vector>
 
+#include "codegen/cuda/cuda_mapping.h"
 #include "codegen/kir/program.h"
 
 namespace dnnc::codegen {
-
-/// How a kernel's work is spread over the GPU (docs/cuda.md, "Mapping"):
-///   grid_thread: one thread per iteration of the kernel's single parallel loop (grid-stride);
-///   grid_vec4:   the same, four contiguous f32 elements per thread through float4 loads/stores;
-///   grid_warp:   one warp per iteration (inner loops spread over lanes, warp-shuffle reductions);
-///   block:       one block runs the whole kernel (several phases; __syncthreads between them).
-enum class CudaMapping : uint8_t { grid_thread, grid_vec4, grid_warp, block };
-const char* cuda_mapping_name(CudaMapping m);
-
-struct CudaLaunch {
-  int64_t grid = 1;      // blocks (x)
-  int block = 256;       // threads per block (x)
-  int shared_bytes = 0;  // static shared memory the kernel declares
-};
-
-/// Threads per block of the generated kernels (warp-per-iteration kernels with few iterations
-/// get fewer, kCudaSpreadSMs).
-inline constexpr int kCudaBlock = 256;
-/// The most blocks a grid-stride kernel is launched with.
-inline constexpr int64_t kCudaMaxGrid = 65535;
-/// A warp-per-iteration kernel with few iterations gets blocks of fewer warps, to spread them
-/// over this many multiprocessors (an H200 has 132).
-inline constexpr int64_t kCudaSpreadSMs = 132;
 
 /// One `__global__` function of the generated source and how to launch it. Its parameters are
 /// `scalars` (i64, by value), the buffers `args` (device pointers, in order), then `int* dnnc_err, int dnnc_err_base`:

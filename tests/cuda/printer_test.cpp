@@ -1,6 +1,7 @@
-// The CUDA printer's decisions on small hand-built kernels and on the seed models: which
-// mapping each kernel gets, exact literals, warp-shuffle reductions, float4 access, GEMM bias
-// fills, and a clear error for a KernelIR node kind it does not know.
+// The CUDA printer on small hand-built kernels and on every model: it renders the thread
+// mapping it is given (tests/codegen/cuda_mapping_test.cpp tests the mapping itself), with exact
+// literals, warp-shuffle and block reductions, float4 access, GEMM bias fills and the cuBLASLt
+// epilogue plan, and a clear error for a KernelIR node kind it does not know.
 #include <catch2/catch.hpp>
 
 #include "codegen/kir/kernel_ir.h"
@@ -102,19 +103,6 @@ TEST_CASE("a kernel with phases runs in one block with barriers and a block redu
   CHECK(cp.source.find("if ((i64)threadIdx.x == 0) s[0] = total;") != std::string::npos);
 }
 
-TEST_CASE("a scatter whose index is not injective in the loop variable is not spread", "[cuda][printer]") {
-  KernelBuilder kb("k0_scatter");
-  int x = kb.param("x", ScalarType::f32, false, 100);
-  int y = kb.param("y", ScalarType::f32, true, 50);
-  kb.loop("o", 50, false, [&](Expr o) { kb.store(y, o, f32c(0)); });
-  kb.loop("i", 100, false, [&](Expr i) { kb.accumulate(y, i / 2, kb.load(x, i)); });
-  CudaProgram cp = print_program_cuda(one_kernel_program(kb.finish()));
-  INFO(cp.source);
-  CHECK(only(cp).mapping == CudaMapping::block);
-  CHECK(cp.source.find("for (i64 i = 0; i < 100; ++i)") != std::string::npos);
-  CHECK(cp.source.find("if ((i64)threadIdx.x == 0) y[(i / 2)] += x[i];") != std::string::npos);
-}
-
 TEST_CASE("failed checks report the program-wide error code", "[cuda][printer]") {
   KernelBuilder kb("k0_check");
   int l = kb.param("label", ScalarType::i64, false, 4);
@@ -174,164 +162,6 @@ TEST_CASE("seed models: GEMMs are not kernels, elementwise ops are vectorized", 
     if (!k.scalars.empty()) CHECK(k.scalars.size() == 2);  // an epilogue's [begin, end) of C
   }
   CHECK(print_program_cuda(p).source == cp.source);  // deterministic
-}
-
-TEST_CASE("a strided loop around a unit-stride loop spreads the inner one (coalesced)", "[cuda][printer]") {
-  KernelBuilder kb("k0_rows");
-  int x = kb.param("x", ScalarType::f32, false, 64 * 900);
-  int y = kb.param("y", ScalarType::f32, true, 64 * 900);
-  kb.loop("p", 64, true, [&](Expr p) {
-    kb.loop("oh", 30, false, [&](Expr oh) {
-      kb.loop("ow", 30, false, [&](Expr ow) {
-        Expr i = p * 900 + oh * 30 + ow;
-        kb.store(y, i, kb.load(x, i));
-      });
-    });
-  });
-  CudaProgram cp = print_program_cuda(one_kernel_program(kb.finish()));
-  INFO(cp.source);
-  CHECK(only(cp).mapping == CudaMapping::grid_warp);
-  CHECK(cp.source.find("for (i64 oh = 0; oh < 30; ++oh)") != std::string::npos);
-  CHECK(cp.source.find("for (i64 ow = 0 + dnnc_lane; ow < 30; ow += 32)") != std::string::npos);
-}
-
-// col2im: y[b, ow + kj] += x[b, kj, ow]. For a fixed ow two values of kj store to different
-// elements, but lane kj at ow = t and lane kj + 1 at ow = t - 1 add into the same one: kj must
-// not be spread over the lanes (a lost update), the inner ow loop may.
-TEST_CASE("a loop is not spread over threads when an inner loop's variable lets two of its iterations meet",
-          "[cuda][printer]") {
-  KernelBuilder kb("k0_col2im");
-  int x = kb.param("x", ScalarType::f32, false, 4 * 5 * 10);
-  int y = kb.param("y", ScalarType::f32, true, 4 * 14);
-  kb.loop("b", 4, true, [&](Expr b) {
-    kb.loop("kj", 5, false, [&](Expr kj) {
-      kb.loop("ow", 10, false, [&](Expr ow) {
-        Expr i = b * 14 + ow + kj;
-        kb.store(y, i, kb.load(y, i) + kb.load(x, b * 50 + kj * 10 + ow));
-      });
-    });
-  });
-  CudaProgram cp = print_program_cuda(one_kernel_program(kb.finish()));
-  INFO(cp.source);
-  CHECK(cp.source.find("kj = 0 + dnnc_lane") == std::string::npos);
-  CHECK(cp.source.find("ow = 0 + dnnc_lane") != std::string::npos);
-}
-
-TEST_CASE("a flat loop storing under a condition is not vectorized (its float4 would write unset lanes)",
-          "[cuda][printer]") {
-  KernelBuilder kb("k0_cond");
-  int x = kb.param("x", ScalarType::f32, false, 64);
-  int y = kb.param("y", ScalarType::f32, true, 64);
-  kb.loop("i", 64, true, [&](Expr i) {
-    Expr v = kb.load(x, i);
-    kb.if_(gt(v, f32c(0)), [&] { kb.store(y, i, v); });
-  });
-  CudaProgram cp = print_program_cuda(one_kernel_program(kb.finish()));
-  INFO(cp.source);
-  CHECK(only(cp).mapping == CudaMapping::grid_thread);
-}
-
-TEST_CASE("a loop storing one buffer at two indices is not spread (y[v + 1] of one iteration is y[v] of the next)",
-          "[cuda][printer]") {
-  KernelBuilder kb("k0_two");
-  int y = kb.param("y", ScalarType::f32, true, 65);
-  kb.loop("v", 64, false, [&](Expr v) {
-    Expr t = kb.let("t", kb.load(y, v));
-    kb.store(y, v, t + f32c(1));
-    kb.store(y, v + 1, t);
-  });
-  CudaProgram cp = print_program_cuda(one_kernel_program(kb.finish()));
-  INFO(cp.source);
-  CHECK(cp.source.find("v = 0 + dnnc_tid") == std::string::npos);
-  CHECK(cp.source.find("v = 0 + (i64)threadIdx.x") == std::string::npos);
-  CHECK(cp.source.find("v = 0 + dnnc_lane") == std::string::npos);
-}
-
-// The index analysis (IndexForm): y[2v] and y[2v + 1] never meet across iterations, y[v] and
-// y[v + 1] do (above); a row loop storing y[v*C + c] for an inner c in [0, C) owns its row,
-// also through locals (base = v*C) and an inner loop whose bounds are min/max of locals.
-TEST_CASE("a loop storing one buffer at offsets that stay within its own stride is spread", "[cuda][printer]") {
-  KernelBuilder kb("k0_pairs");
-  int x = kb.param("x", ScalarType::f32, false, 128);
-  int y = kb.param("y", ScalarType::f32, true, 128);
-  kb.loop("v", 64, false, [&](Expr v) {
-    kb.store(y, v * 2, kb.load(x, v));
-    kb.store(y, v * 2 + 1, kb.load(x, v + 64));
-  });
-  CudaProgram cp = print_program_cuda(one_kernel_program(kb.finish()));
-  INFO(cp.source);
-  CHECK(only(cp).mapping == CudaMapping::grid_thread);
-}
-
-TEST_CASE("rows through locals and bounded inner loops are spread; one element too many is not", "[cuda][printer]") {
-  for (int64_t width : {15, 16}) {
-    // Row r stores y[r*30 + ow] for ow in [ow0, ow0 + width), ow0 = min(15, c*16), c in {0, 1}:
-    // ow reaches 15 + width - 1, inside the row for width 15, into the next row for 16. (With
-    // fewer than 16 iterations the inner loop is not preferred for coalescing.)
-    KernelBuilder kb("k0_rows");
-    int x = kb.param("x", ScalarType::f32, false, 64);
-    int y = kb.param("y", ScalarType::f32, true, 30 * 32 + 64);
-    int z = kb.param("z", ScalarType::f32, true, 64);
-    kb.loop("q", 8, false, [&](Expr q) {  // y does not depend on q: the block mapping
-      kb.store(z, q, f32c(0));
-      kb.loop("r", 30, false, [&](Expr r) {
-        Expr base = kb.let("base", r * i64c(30));
-        kb.loop("c", 2, false, [&](Expr c) {
-          Expr ow0 = kb.let("ow0", min(i64c(15), c * i64c(16)));
-          kb.loop("ow", ow0, ow0 + i64c(width), false, [&](Expr ow) { kb.store(y, base + ow, kb.load(x, ow)); });
-        });
-      });
-    });
-    CudaProgram cp = print_program_cuda(one_kernel_program(kb.finish()));
-    INFO("width " << width << "\n" << cp.source);
-    CHECK(only(cp).mapping == CudaMapping::block);
-    CHECK((cp.source.find("r = 0 + (i64)threadIdx.x") != std::string::npos) == (width == 15));
-  }
-}
-
-// The fused conv's shape: each row r of the output is 30 wide, written in two overlapping
-// chunks of 16 columns. Lanes on rows would each touch their own cache line per load; lanes on
-// the columns of a chunk touch neighbouring elements, so the inner loop is spread.
-TEST_CASE("an inner unit-stride loop of at least 16 iterations is spread instead of its strided outer loop",
-          "[cuda][printer]") {
-  KernelBuilder kb("k0_conv_rows");
-  int x = kb.param("x", ScalarType::f32, false, 32 * 32);
-  int y = kb.param("y", ScalarType::f32, true, 30 * 30);
-  int z = kb.param("z", ScalarType::f32, true, 8);
-  kb.loop("q", 8, false, [&](Expr q) {  // y does not depend on q: the block mapping
-    kb.store(z, q, f32c(0));
-    kb.loop("r", 30, false, [&](Expr r) {
-      Expr base = kb.let("base", r * i64c(30));
-      kb.loop("c", 2, false, [&](Expr c) {
-        Expr ow0 = kb.let("ow0", min(i64c(14), c * i64c(16)));
-        kb.loop("ow", ow0, ow0 + i64c(16), false,
-                [&](Expr ow) { kb.store(y, base + ow, kb.load(x, r * i64c(32) + ow)); });
-      });
-    });
-  });
-  CudaProgram cp = print_program_cuda(one_kernel_program(kb.finish()));
-  INFO(cp.source);
-  CHECK(only(cp).mapping == CudaMapping::block);
-  CHECK(cp.source.find("r = 0 + (i64)threadIdx.x") == std::string::npos);
-  CHECK(cp.source.find("ow = ow0 + (i64)threadIdx.x") != std::string::npos);
-}
-
-TEST_CASE("a loop reading what an earlier phase wrote (but not writing it) is spread", "[cuda][printer]") {
-  // Column sums of a matrix the first loop wrote: each column's thread reads every row.
-  KernelBuilder kb("k0_colsum");
-  int x = kb.param("x", ScalarType::f32, false, 40);
-  int m = kb.param("m", ScalarType::f32, true, 40);
-  int s = kb.param("s", ScalarType::f32, true, 10);
-  kb.loop("i", 40, false, [&](Expr i) { kb.store(m, i, kb.load(x, i) * f32c(2)); });
-  kb.loop("c", 10, false, [&](Expr c) {
-    Expr acc = kb.let("acc", f32c(0));
-    kb.loop("r", 4, false, [&](Expr r) { kb.assign(acc, acc + kb.load(m, r * i64c(10) + c)); });
-    kb.store(s, c, acc);
-  });
-  CudaProgram cp = print_program_cuda(one_kernel_program(kb.finish()));
-  INFO(cp.source);
-  CHECK(only(cp).mapping == CudaMapping::block);
-  CHECK(cp.source.find("c = 0 + (i64)threadIdx.x") != std::string::npos);
 }
 
 TEST_CASE("an in-place update is vectorized when each element is read before it is written", "[cuda][printer]") {
@@ -476,20 +306,59 @@ TEST_CASE("a DRELU is planned only when its mask is the last write of a relu GEM
   }
 }
 
-// The seed CNN at batch 4 has 64 (image, channel) planes: too few warps for a GPU (the H200's
-// 132 SMs ran the whole-plane conv in 38 us). Each warp takes one pooled row and its two conv
-// rows instead (conv_row_bands), lanes along the row (coalesced).
-TEST_CASE("seed CNN: the fused conv/pool runs one warp per pooled row of each plane", "[cuda][printer]") {
-  ir::Module m = test::cuda_pipeline_model("models/cifar_cnn.dnn");
-  Program p = test::cuda_lower(m, "train_step", 4);
-  CudaProgram cp = print_program_cuda(p);
-  const CudaKernel* conv = nullptr;
-  for (const CudaKernel& k : cp.kernels)
-    if (k.name.find("conv2d_pool") != std::string::npos) conv = &k;
-  REQUIRE(conv != nullptr);
-  INFO(cp.source);
-  CHECK(conv->mapping == CudaMapping::grid_warp);
-  CHECK(conv->launch.grid * conv->launch.block / 32 == 4 * 16 * 15);  // images x channels x pooled rows
-  CHECK(cp.source.find("bq < 960; bq += (dnnc_nthreads >> 5)") != std::string::npos);
-  CHECK(cp.source.find("for (i64 ow = ow0 + dnnc_lane;") != std::string::npos);
+namespace {
+
+// The source of kernel `name` in a CUDA translation unit: from its `__global__` line to the
+// next kernel's comment block.
+std::string kernel_source(const std::string& tu, const std::string& name) {
+  size_t at = tu.find("extern \"C\" __global__ void " + name + "(");
+  REQUIRE(at != std::string::npos);
+  size_t end = tu.find("\n}\n", at);
+  return tu.substr(at, end + 3 - at);
+}
+
+size_t count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + what.size())) ++n;
+  return n;
+}
+
+}  // namespace
+
+// Every kernel of every model, lowered for cuda: the source has exactly the barriers, the
+// lane-strided loops and the lane-0 stores its CudaKernelPlan lists, and no others.
+TEST_CASE("the printer renders each kernel's thread mapping: its barriers, spread loops and lane-0 stores",
+          "[cuda][printer]") {
+  int kernels = 0, synced = 0;
+  for (const char* model : {"models/mnist_mlp.dnn", "models/mnist_mlp_adam.dnn", "models/lenet5.dnn",
+                            "models/cifar_cnn.dnn", "models/cifar_strided.dnn", "tests/trainer/tiny_bn.dnn"}) {
+    ir::Module m = test::cuda_pipeline_model(model);
+    for (const char* graph : {"train_step", "infer"}) {
+      Program p = test::cuda_lower(m, graph, 3);
+      CudaProgram cp = print_program_cuda(p);
+      for (const Step& s : p.steps) {
+        int ki = s.kind == Step::Kind::kernel ? s.kernel : s.gemm.epilogue;
+        if (ki < 0) continue;
+        const Kernel& k = p.kernels[static_cast<size_t>(ki)];
+        CudaKernelPlan plan = plan_cuda_kernel(k);
+        std::string src = kernel_source(cp.source, k.name);
+        INFO(model << " " << graph << " kernel " << k.name << "\n" << describe_plan(plan, k) << src);
+        size_t syncs = 0, spread = 0, lane0 = 0;
+        for (const auto& [stmt, t] : plan.team) {
+          syncs += t.before.size() + t.after.size();
+          spread += t.role == CudaLoopRole::spread || t.role == CudaLoopRole::reduction;
+          lane0 += t.lane0;
+        }
+        const bool block = plan.mapping == CudaMapping::block;
+        const std::string lane = block ? "(i64)threadIdx.x" : "dnnc_lane";
+        CHECK(count(src, block ? "__syncthreads();" : "__syncwarp();") == syncs);
+        CHECK(count(src, " + " + lane + "; ") == spread);
+        CHECK(count(src, "if (" + lane + " == 0) ") == lane0);
+        ++kernels;
+        synced += syncs > 0;
+      }
+    }
+  }
+  CHECK(kernels > 100);
+  CHECK(synced > 10);  // the test sees barriers at all
 }
