@@ -1,7 +1,8 @@
-// `dnnc compile model.dnn --emit=cpp|cuda -o DIR`: runs the default pipeline and writes the
+// `dnnc compile model.dnn --emit=cpp|cuda|kir -o DIR`: runs the default pipeline and writes the
 // generated source of each executable graph (train_step, infer) as DIR/<model>.<graph>.cpp (C++
-// for the cpu backend) or .cu (the CUDA C the cuda backend hands to NVRTC; its GEMMs are
-// cuBLASLt calls made by the runtime, listed in the file's header comment).
+// for the cpu backend), .cu (the CUDA C the cuda backend hands to NVRTC; its GEMMs are
+// cuBLASLt calls made by the runtime, listed in the file's header comment) or .kir (the kernel
+// IR, lowered for --target, with the CUDA thread mapping as comments for --target=cuda).
 #include <fmt/format.h>
 
 #include <filesystem>
@@ -11,7 +12,9 @@
 
 #include "cli/commands.h"
 #include "codegen/cpp/cpp_printer.h"
+#include "codegen/cuda/cuda_mapping.h"
 #include "codegen/cuda/cuda_printer.h"
+#include "codegen/kir/kir_printer.h"
 #include "codegen/lower/lower.h"
 #include "ir/printer.h"
 #include "ir/verifier.h"
@@ -69,8 +72,9 @@ std::string cuda_file(const codegen::Program& p) {
       const codegen::CudaGemmAct& act = cp.step_act[s];
       std::string epilogue = codegen::cuda_lt_act_name(act.act, codegen::cuda_gemm_bias_epilogue(g));
       if (act.mask >= 0) epilogue += fmt::format(" mask {}", act.mask);
-      head += fmt::format("//   cuBLASLt GEMM m={} n={} k={}{}{}{} epilogue {}\n", g.m, g.n, g.k, g.trans_a ? " A^T" : "",
-                          g.trans_b ? " B^T" : "", g.batch > 1 ? fmt::format(" batch={}", g.batch) : "", epilogue);
+      head +=
+          fmt::format("//   cuBLASLt GEMM m={} n={} k={}{}{}{} epilogue {}\n", g.m, g.n, g.k, g.trans_a ? " A^T" : "",
+                      g.trans_b ? " B^T" : "", g.batch > 1 ? fmt::format(" batch={}", g.batch) : "", epilogue);
       // Kernels the cuBLASLt epilogue replaces run only where cuBLASLt has no algorithm for it.
       const char* instead = act.act != codegen::CudaLtAct::none ? ", unless cuBLASLt does it" : "";
       if (cp.step_epilogue[s] >= 0)
@@ -115,10 +119,16 @@ int run_compile(const CompileOptions& o) {
     std::string source;
     if (o.emit == "cuda") {
       source = cuda_file(codegen::lower_graph(m, *g, batch, codegen::cuda_lower_options()));
+    } else if (o.emit == "kir") {
+      const bool cuda = o.target == "cuda";
+      codegen::Program p =
+          codegen::lower_graph(m, *g, batch, cuda ? codegen::cuda_lower_options() : codegen::LowerOptions{});
+      source = codegen::print_kir(p, cuda ? codegen::cuda_mapping_notes(p) : codegen::KirNotes{});
     } else {
       source = codegen::print_program_cpp(codegen::lower_graph(m, *g, batch));
     }
-    fs::path path = fs::path(o.out_dir) / fmt::format("{}.{}.{}", stem, name, o.emit == "cuda" ? "cu" : "cpp");
+    const char* ext = o.emit == "cuda" ? "cu" : o.emit == "kir" ? "kir" : "cpp";
+    fs::path path = fs::path(o.out_dir) / fmt::format("{}.{}.{}", stem, name, ext);
     std::ofstream out(path, std::ios::binary | std::ios::trunc);
     out << source;
     if (!out.flush()) throw std::runtime_error(fmt::format("cannot write {}", path.string()));
@@ -133,14 +143,16 @@ void add_compile_command(CLI::App& app, Runner& run) {
   auto o = std::make_shared<CompileOptions>();
   CLI::App* cmd = app.add_subcommand("compile", "Generate the kernels' source of a model (after the default pipeline)");
   cmd->add_option("file", o->file, "model file (.dnn, or .ir text)")->required();
-  cmd->add_option("--emit", o->emit, "what to generate: cpp (cpu backend) or cuda (CUDA C for NVRTC)")
-      ->check(CLI::IsMember({"cpp", "cuda"}));
-  cmd->add_option("-o,--output", o->out_dir, "directory for <model>.<graph>.cpp|.cu (required unless --stats)");
+  cmd->add_option("--emit", o->emit,
+                  "what to generate: cpp (cpu backend), cuda (CUDA C for NVRTC) or kir (the kernel IR, for --target)")
+      ->check(CLI::IsMember({"cpp", "cuda", "kir"}));
+  cmd->add_option("-o,--output", o->out_dir, "directory for <model>.<graph>.cpp|.cu|.kir (required unless --stats)");
   cmd->add_option("--batch", o->batch, "batch size to specialise for (default: the train block's)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--graph", o->graphs, "graphs to generate (default: train_step and infer)");
   cmd->add_flag("--stats", o->stats, "print kernels before -> after fusion, arena vs naive vs max-live per graph");
-  cmd->add_option("--target", o->target, "target of select-layout's cost model (cpu; cuda only without -o)")
+  cmd->add_option("--target", o->target,
+                  "target of select-layout's cost model and of --emit=kir's lowering (cpu; cuda: not with --emit=cpp)")
       ->check(CLI::IsMember({"cpu", "cuda"}));
   cmd->add_option("--dump-ir-after", o->dump_ir_after, "print the IR to stderr after this pass ('all': every pass)");
   cmd->callback([&run, o] { run = [o] { return guarded([&] { return run_compile(*o); }); }; });

@@ -5,12 +5,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <memory>
 
 #include "ir/check.h"
 
 namespace dnnc::codegen {
 
-using namespace cuda_loops;
+using namespace loops;
 
 const char* cuda_mapping_name(CudaMapping m) {
   switch (m) {
@@ -324,6 +325,38 @@ std::string describe_plan(const CudaKernelPlan& plan, const Kernel& k) {
                                                                : nullptr;
   if (region) describe_region(plan, *region, 1, out);
   return out;
+}
+
+KirNotes cuda_mapping_notes(const Program& p) {
+  auto plans = std::make_shared<std::map<const Kernel*, CudaKernelPlan>>();
+  for (const Step& s : p.steps) {
+    if (s.kind == Step::Kind::kernel) {
+      const Kernel& k = p.kernels.at(static_cast<size_t>(s.kernel));
+      plans->emplace(&k, plan_cuda_kernel(k));
+    } else if (s.gemm.epilogue >= 0) {
+      const Kernel& k = p.kernels.at(static_cast<size_t>(s.gemm.epilogue));
+      plans->emplace(&k, plan_cuda_kernel(k, s.gemm.batch * s.gemm.m * s.gemm.n));
+    }
+  }
+  return [plans](const Kernel& k, const StmtNode* s) -> std::string {
+    auto it = plans->find(&k);
+    if (it == plans->end()) return "";
+    const CudaKernelPlan& plan = it->second;
+    if (!s) {
+      std::string head = describe_plan(plan, k);
+      return head.substr(0, head.find('\n'));  // the mapping line; the loops are annotated in place
+    }
+    if (s == plan.grid_loop) return plan.mapping == CudaMapping::grid_warp ? "a warp per iteration" : "the grid";
+    auto t = plan.team.find(s);
+    if (t == plan.team.end()) return "";
+    std::string note;
+    auto add = [&](const std::string& x) { note += (note.empty() ? "" : "; ") + x; };
+    for (CudaSync y : t->second.before) add(fmt::format("barrier({})", cuda_sync_name(y)));
+    if (s->kind == StmtKind::loop) add(cuda_loop_role_name(t->second.role));
+    if (t->second.lane0) add("lane 0");
+    for (CudaSync y : t->second.after) add(fmt::format("barrier({})", cuda_sync_name(y)));
+    return note;
+  };
 }
 
 }  // namespace dnnc::codegen

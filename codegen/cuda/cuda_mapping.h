@@ -9,8 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "codegen/cuda/cuda_loop_analysis.h"
 #include "codegen/kir/kernel_ir.h"
+#include "codegen/kir/kir_printer.h"
+#include "codegen/kir/loop_analysis.h"
+#include "codegen/kir/program.h"
 
 namespace dnnc::codegen {
 
@@ -59,12 +61,12 @@ const char* cuda_sync_name(CudaSync s);
 
 /// What one statement of a team region does.
 struct CudaTeamStmt {
-  CudaLoopRole role = CudaLoopRole::sequential;    // loops only
-  std::optional<cuda_loops::Reduction> reduction;  // role == reduction
-  bool lane0 = false;                              // a store made by lane 0 alone (every lane has the value)
-  std::vector<CudaSync> before;                    // barriers printed before the statement, in order
-  std::vector<CudaSync> after;                     // barriers after it (after), or at the end of each
-                                                   // iteration of a sequential loop (end_of_iteration)
+  CudaLoopRole role = CudaLoopRole::sequential;  // loops only
+  std::optional<loops::Reduction> reduction;     // role == reduction
+  bool lane0 = false;                            // a store made by lane 0 alone (every lane has the value)
+  std::vector<CudaSync> before;                  // barriers printed before the statement, in order
+  std::vector<CudaSync> after;                   // barriers after it (after), or at the end of each
+                                                 // iteration of a sequential loop (end_of_iteration)
 };
 
 /// The thread mapping of one kernel: the result of plan_cuda_kernel.
@@ -107,6 +109,12 @@ CudaKernelPlan plan_cuda_kernel(const Kernel& k, int64_t index_range = -1);
 /// The plan as text, one line per decision ("mapping grid_warp <<<960, 32>>>", then per team
 /// loop "loop ow: spread, sync before: lane0_stores"), for tests and --emit=kir dumps.
 std::string describe_plan(const CudaKernelPlan& plan, const Kernel& k);
+
+/// Kernel IR text annotations with the thread mapping of each kernel of `p` (as the CUDA printer
+/// maps it: GEMM epilogues over all of C): the mapping and launch above each kernel, the role
+/// of each team loop and the barriers beside its statements (`dnnc compile --emit=kir
+/// --target=cuda`). The notes keep pointers into `p`, which must outlive them.
+KirNotes cuda_mapping_notes(const Program& p);
 
 /// Blocks of kCudaBlock threads for `threads` grid-stride threads (at least 1, at most kCudaMaxGrid).
 int64_t cuda_blocks_for(int64_t threads);

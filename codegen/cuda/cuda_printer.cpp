@@ -36,7 +36,7 @@ std::string cuda_double_literal(double v) { return c_double_literal(v, cuda_dial
 
 namespace {
 
-using cuda_loops::Reduction;
+using loops::Reduction;
 
 // ---- printing --------------------------------------------------------------------------------
 

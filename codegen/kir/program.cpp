@@ -96,35 +96,4 @@ const char* gemm_act_name(GemmCall::Act a) {
   return "?";
 }
 
-std::string describe(const Program& p) {
-  std::string out = fmt::format("program {}.{} batch {}: {} buffers, {} steps\n", p.module_name, p.graph_name, p.batch,
-                                p.buffers.size(), p.steps.size());
-  for (size_t i = 0; i < p.buffers.size(); ++i) {
-    const Buffer& b = p.buffers[i];
-    out += fmt::format("  buffer {} {} {} {}[{}]", i, b.name, buffer_kind_name(b.kind), scalar_type_name(b.dtype),
-                       fmt::join(b.shape, ","));
-    if (b.kind == BufferKind::alias) out += fmt::format(" of {}", p.buffers.at(static_cast<size_t>(b.alias_of)).name);
-    out += "\n";
-  }
-  for (size_t i = 0; i < p.steps.size(); ++i) {
-    const Step& s = p.steps[i];
-    if (s.kind == Step::Kind::kernel) {
-      out += fmt::format("  step {} kernel {}", i, p.kernels.at(static_cast<size_t>(s.kernel)).name);
-    } else {
-      const GemmCall& g = s.gemm;
-      out += fmt::format("  step {} gemm m={} n={} k={} ta={} tb={} batch={}{}", i, g.m, g.n, g.k, g.trans_a, g.trans_b,
-                         g.batch, g.accumulate_batches ? " summed" : "");
-      if (g.epilogue >= 0) out += " epilogue " + p.kernels.at(static_cast<size_t>(g.epilogue)).name;
-      if (g.first_step >= 0)
-        out += fmt::format(" alpha,beta={},{} (first step {},{})", g.alpha, g.beta, g.alpha_first, g.beta_first);
-      if (g.col_sums >= 0) out += " col_sums " + p.buffers.at(static_cast<size_t>(g.col_sums)).name;
-      if (g.act != GemmCall::Act::none) out += fmt::format(" act {}", gemm_act_name(g.act));
-      if (g.act_mask >= 0) out += " mask " + p.buffers.at(static_cast<size_t>(g.act_mask)).name;
-      if (s.with_next) out += " with_next";
-    }
-    out += s.comment.empty() ? "\n" : "  // " + s.comment.front() + "\n";
-  }
-  return out;
-}
-
 }  // namespace dnnc::codegen

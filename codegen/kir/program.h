@@ -118,7 +118,4 @@ bool independent(const StepAccess& x, const StepAccess& y);
 /// return value r > 0 means errors(program)[r - 1] (each names the step's IR node).
 std::vector<std::string> program_errors(const Program& p);
 
-/// A readable summary of a program (buffers and steps), for `-v` dumps and tests.
-std::string describe(const Program& p);
-
 }  // namespace dnnc::codegen

@@ -1,7 +1,8 @@
+// Loop analyses of KernelIR: what a loop's iterations read and write, whether they may run at
+// once (no two reach one element they store), and which loops are reductions. The CUDA thread
+// mapping spreads loops with them (codegen/cuda/cuda_mapping.h); the kernel IR verifier proves
+// the lowering's parallel loops with them in expensive-check builds.
 #pragma once
-// What the CUDA printer (cuda_printer.cpp) proves from KernelIR before it spreads a loop over
-// the threads of a warp or block: which elements each iteration touches, and which loops are
-// reductions the team can split.
 #include <optional>
 #include <set>
 #include <string>
@@ -9,7 +10,7 @@
 
 #include "codegen/kir/kernel_ir.h"
 
-namespace dnnc::codegen::cuda_loops {
+namespace dnnc::codegen::loops {
 
 /// True if `e` mentions variable `name`.
 bool mentions(const Expr& e, const std::string& name);
@@ -49,4 +50,4 @@ struct Reduction {
 };
 std::optional<Reduction> reduction_nest(const StmtNode& loop);
 
-}  // namespace dnnc::codegen::cuda_loops
+}  // namespace dnnc::codegen::loops

@@ -1,11 +1,10 @@
-// What the CUDA printer proves from KernelIR before it spreads a loop over threads
-// (cuda_loop_analysis.h).
-#include "codegen/cuda/cuda_loop_analysis.h"
+// Loop analyses of KernelIR (loop_analysis.h).
+#include "codegen/kir/loop_analysis.h"
 
 #include <algorithm>
 #include <map>
 
-namespace dnnc::codegen::cuda_loops {
+namespace dnnc::codegen::loops {
 
 bool mentions(const Expr& e, const std::string& name) {
   if (!e) return false;
@@ -357,4 +356,4 @@ std::optional<Reduction> reduction_nest(const StmtNode& loop) {
   return r;
 }
 
-}  // namespace dnnc::codegen::cuda_loops
+}  // namespace dnnc::codegen::loops
