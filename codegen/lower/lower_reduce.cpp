@@ -209,6 +209,14 @@ void check_labels(KernelBuilder& kb, int target, int64_t batch, int64_t classes,
   kb.fail(ne(bad, i64c(0)), op + ": a target label is out of range for " + std::to_string(classes) + " classes");
 }
 
+// Label `b` for use as an index: check_labels has stopped the kernel for any label outside
+// [0, classes), so the clamp changes nothing; it makes the index provably in bounds (the kernel
+// IR verifier cannot see through the flag check_labels folds the labels into).
+Expr label_index(KernelBuilder& kb, int target, Expr b, int64_t classes) {
+  Expr label = kb.let("label", kb.load(target, std::move(b)));
+  return min(max(label, i64c(0)), i64c(classes - 1));
+}
+
 void lower_cross_entropy(LowerCtx& ctx, const ir::Node& n, const ir::Attrs&) {
   Dims ls = ctx.shape(n.inputs[0]);
   if (ls.size() != 2) ctx.fail(n, "expected logits [B,C]");
@@ -224,7 +232,7 @@ void lower_cross_entropy(LowerCtx& ctx, const ir::Node& n, const ir::Attrs&) {
     Expr base = b * i64c(C);
     Expr mx = row_max(kb, logits, base, 1, C);
     Expr sum = row_sum_exp(kb, logits, base, 1, C, mx);
-    kb.assign(total, total + (log(sum) + mx - kb.load(logits, base + kb.load(target, b))));
+    kb.assign(total, total + (log(sum) + mx - kb.load(logits, base + label_index(kb, target, b, C))));
   });
   kb.store(loss, i64c(0), total / f32c(static_cast<double>(B)));
   ctx.emit(std::move(d));
@@ -331,7 +339,7 @@ size_t lower_softmax_xent(LowerCtx& ctx, const std::vector<const ir::Node*>& nod
       kb.store(dx, base + c, e);
       kb.assign(s, s + e);
     });
-    Expr t = kb.let("t", kb.load(target, b));
+    Expr t = kb.let("t", label_index(kb, target, b, C));
     kb.store(row_loss, b, log(s) + mx - kb.load(logits, base + t));
     kb.loop("c", C, false, [&](Expr c) {
       kb.store(dx, base + c, scale * (kb.load(dx, base + c) / s - select(eq(c, t), f32c(1), f32c(0))));

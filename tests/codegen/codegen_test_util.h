@@ -25,4 +25,13 @@ inline ir::Module pipeline_model(const std::string& path) {
   return m;
 }
 
+/// A model given as source text, after the default pipeline.
+inline ir::Module pipeline_source(const std::string& source) {
+  ir::Module m = frontend::compile_source(source, "test.dnn");
+  passes::PassRegistry r;
+  passes::register_all_passes(r);
+  passes::run_pipeline(m, r, {});
+  return m;
+}
+
 }  // namespace dnnc::test

@@ -7,7 +7,6 @@
 #include <fmt/format.h>
 
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <random>
 #include <stdexcept>
@@ -127,9 +126,9 @@ void check_program(const Program& p, const std::string& label) {
 }  // namespace
 
 TEST_CASE("cuBLASLt's column-major view of every model's GEMMs computes the row-major GEMM", "[codegen][cuda]") {
-  for (const char* path : {"models/mnist_mlp.dnn", "models/mnist_mlp_adam.dnn", "models/lenet5.dnn",
-                           "models/cifar_cnn.dnn", "models/cifar_strided.dnn", "tests/cpu/models/mlp_acts.dnn",
-                           "tests/cpu/models/conv_pool_shapes.dnn"}) {
+  for (const char* path :
+       {"models/mnist_mlp.dnn", "models/mnist_mlp_adam.dnn", "models/lenet5.dnn", "models/cifar_cnn.dnn",
+        "models/cifar_strided.dnn", "tests/cpu/models/mlp_acts.dnn", "tests/cpu/models/conv_pool_shapes.dnn"}) {
     ir::Module m = test::pipeline_model(path);
     for (const char* graph : {"train_step", "infer"})
       for (int64_t batch : {1, 3}) {

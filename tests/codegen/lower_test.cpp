@@ -1,12 +1,11 @@
 // Lowering decisions: GEMM flags and epilogues, views as aliases, conv paths, fused groups, errors.
-#include "codegen/kir/kir_printer.h"
-#include "codegen/lower/coschedule.h"
 #include "codegen/lower/lower.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 
-#include <algorithm>
-
+#include "codegen/kir/kir_printer.h"
+#include "codegen/lower/coschedule.h"
 #include "codegen_test_util.h"
 #include "ir/op_registry.h"
 
@@ -184,7 +183,7 @@ TEST_CASE("small convolutions use direct loops, larger ones im2col and batched G
   CHECK(im2col == 3);        // conv2 forward, both weight gradients
   CHECK(batched == 2);       // conv2 forward, conv2 input gradient
   CHECK(per_image_dw == 2);
-  CHECK(dw_sums == 1);       // conv2's slices summed
+  CHECK(dw_sums == 1);  // conv2's slices summed
 }
 
 TEST_CASE("conv2d -> relu -> maxpool2d and maxpool2d_backward -> relu_backward -> bias grad are one kernel each",
@@ -348,7 +347,8 @@ TEST_CASE("independent weight-gradient GEMMs are co-scheduled; dependent ones ar
 TEST_CASE("SGD variants: decay and dampening fuse, Nesterov, no momentum and Adam do not", "[codegen][lower]") {
   auto fused = [](const ir::Module& m) { return fused_updates(lower_graph(m, *m.graph("train_step"), 8)); };
   const std::string mlp = "models/mnist_mlp.dnn";
-  ir::Module damp = with_optimizer(mlp, "sgd", {{"lr", 0.1}, {"momentum", 0.5}, {"dampening", 0.25}, {"weight_decay", 0.01}});
+  ir::Module damp =
+      with_optimizer(mlp, "sgd", {{"lr", 0.1}, {"momentum", 0.5}, {"dampening", 0.25}, {"weight_decay", 0.01}});
   Program p = lower_graph(damp, *damp.graph("train_step"), 8);
   CHECK(fused_updates(p) == 3);
   for (const Step* s : gemms(p))
@@ -376,7 +376,7 @@ TEST_CASE("bias-gradient sums run in the input-gradient GEMM's epilogue", "[code
     CHECK(buf(p, s->gemm.col_sums).shape == std::vector<int64_t>{s->gemm.n});
     CHECK(buf(p, s->gemm.col_sums).value_name.find("bias.grad") != std::string::npos);
   }
-  CHECK(sums == 2);                             // fc2.bias.grad, fc1.bias.grad
+  CHECK(sums == 2);                            // fc2.bias.grad, fc1.bias.grad
   CHECK(kernels_named(p, "reduce_sum") == 0);  // fc3.bias.grad is summed in the softmax_xent kernel
   LowerOptions off;
   off.bias_grad_in_gemm = false;
@@ -394,8 +394,8 @@ TEST_CASE("the softmax_xent group is one kernel: loss, dloss, dlogits and the bi
     CHECK(kernels_named(p, "cross_entropy") == 0);
     CHECK(kernels_named(p, "fill") == 0);
     for (const Step& s : p.steps)
-      if (s.kind == Step::Kind::kernel && p.kernels[static_cast<size_t>(s.kernel)].name.find("softmax_xent") !=
-                                              std::string::npos) {
+      if (s.kind == Step::Kind::kernel &&
+          p.kernels[static_cast<size_t>(s.kernel)].name.find("softmax_xent") != std::string::npos) {
         CHECK(s.comment.size() == 4);  // cross_entropy, fill, cross_entropy_backward, reduce_sum
         CHECK(p.kernels[static_cast<size_t>(s.kernel)].errors.size() == 1);
       }

@@ -743,7 +743,8 @@ static int k2_softmax_xent(const float* __restrict__ v_logits, const i64* __rest
       v_dlogits[((b1 * 10) + c1)] = e;
       sum = (sum + e);
     }
-    i64 t = in_label[b1];
+    i64 label = in_label[b1];
+    i64 t = (9 < (label < 0 ? 0 : label) ? 9 : (label < 0 ? 0 : label));
     s_row_loss[b1] = ((__builtin_logf(sum) + mx) - v_logits[((b1 * 10) + t)]);
     for (i64 c2 = 0; c2 < 10; ++c2) {
       v_dlogits[((b1 * 10) + c2)] = (scale * ((v_dlogits[((b1 * 10) + c2)] / sum) - ((c2 == t) ? 0x1p+0f : 0x0p+0f)));
