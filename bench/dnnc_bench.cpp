@@ -33,7 +33,8 @@
 #include "codegen/lower/lower.h"
 #include "frontend/frontend.h"
 #include "ir/diagnostic.h"
-#include "passes/pass_manager.h"
+#include "passes/compile.h"
+#include "runtime/data/random_inputs.h"
 #include "runtime/backends.h"
 #include "runtime/cpu/cpu_backend.h"
 #include "runtime/reference/interpreter.h"
@@ -51,9 +52,7 @@ namespace {
 using namespace dnnc;
 using Clock = std::chrono::steady_clock;
 
-double ms_since(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
+double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 
 struct Args {
   std::string mode, model, device = "cpu", cache;
@@ -73,15 +72,24 @@ Args parse_args(int argc, char** argv) {
       if (i + 1 >= argc) throw std::invalid_argument(s + " needs a value");
       return argv[++i];
     };
-    if (s == "--batch") a.batch = std::stoll(value());
-    else if (s == "--device") a.device = value();
-    else if (s == "--threads") a.threads = std::stoi(value());
-    else if (s == "--cache") a.cache = value();
-    else if (s == "--n") a.n = std::stoi(value());
-    else if (s == "--steps") a.steps = std::stoi(value());
-    else if (s == "--no-coschedule") a.coschedule = false;
-    else if (!s.empty() && s[0] != '-' && a.model.empty()) a.model = s;
-    else throw std::invalid_argument("unknown argument '" + s + "'");
+    if (s == "--batch")
+      a.batch = std::stoll(value());
+    else if (s == "--device")
+      a.device = value();
+    else if (s == "--threads")
+      a.threads = std::stoi(value());
+    else if (s == "--cache")
+      a.cache = value();
+    else if (s == "--n")
+      a.n = std::stoi(value());
+    else if (s == "--steps")
+      a.steps = std::stoi(value());
+    else if (s == "--no-coschedule")
+      a.coschedule = false;
+    else if (!s.empty() && s[0] != '-' && a.model.empty())
+      a.model = s;
+    else
+      throw std::invalid_argument("unknown argument '" + s + "'");
   }
   if (a.mode != "sgemm" && a.model.empty()) throw std::invalid_argument(a.mode + ": needs MODEL.dnn");
   if (a.mode != "sgemm" && a.batch < 1) throw std::invalid_argument(a.mode + ": needs --batch B (B >= 1)");
@@ -90,9 +98,7 @@ Args parse_args(int argc, char** argv) {
 
 ir::Module pipeline(const std::string& path) {
   ir::Module m = frontend::compile_file(path);
-  passes::PassRegistry r;
-  passes::register_all_passes(r);
-  passes::run_pipeline(m, r, {});
+  passes::compile(m);
   return m;
 }
 
@@ -108,22 +114,7 @@ std::unique_ptr<runtime::Backend> make_backend(const Args& a) {
 
 /// Seeded random values for every input of `g`: images uniform in [-1, 1), labels in [0, 10).
 std::map<std::string, runtime::Tensor> random_batch(const ir::Graph& g, int64_t batch, std::mt19937& rng) {
-  std::map<std::string, runtime::Tensor> out;
-  for (ir::ValueId id : g.inputs) {
-    const ir::Value& v = g.value(id);
-    std::vector<int64_t> shape;
-    for (ir::Dim d : v.type.shape) shape.push_back(d == ir::kBatch ? batch : d);
-    runtime::Tensor t(v.type.dtype, shape);
-    if (v.type.dtype == ir::DType::i64) {
-      std::uniform_int_distribution<int64_t> d(0, 9);
-      for (int64_t i = 0; i < t.numel(); ++i) t.i64()[i] = d(rng);
-    } else {
-      std::uniform_real_distribution<float> d(-1.0f, 1.0f);
-      for (int64_t i = 0; i < t.numel(); ++i) t.f32()[i] = d(rng);
-    }
-    out[v.name] = std::move(t);
-  }
-  return out;
+  return runtime::random_inputs(g, batch, rng);
 }
 
 void print_times(const std::vector<double>& t) {
@@ -147,7 +138,8 @@ int serve(const Args& a) {
   std::string line;
   while (std::getline(std::cin, line)) {
     if (line == "quit") break;
-    if (line.rfind("run ", 0) != 0) throw std::invalid_argument("serve: expected 'run N' or 'quit', got '" + line + "'");
+    if (line.rfind("run ", 0) != 0)
+      throw std::invalid_argument("serve: expected 'run N' or 'quit', got '" + line + "'");
     int n = std::stoi(line.substr(4));
     std::vector<double> times;
     times.reserve(n);
@@ -203,8 +195,9 @@ int profile(const Args& a) {
     auto t0 = Clock::now();
     exe->run(batches[static_cast<size_t>(r) % batches.size()]);
     double total = ms_since(t0);
-    if (g_ticks != n + 1) throw std::runtime_error("profile: the step hook fired " + std::to_string(g_ticks) +
-                                                   " times, expected " + std::to_string(n + 1));
+    if (g_ticks != n + 1)
+      throw std::runtime_error("profile: the step hook fired " + std::to_string(g_ticks) + " times, expected " +
+                               std::to_string(n + 1));
     for (size_t i = 0; i < n; ++i)
       per_step[i].push_back(std::chrono::duration<double, std::milli>(g_stamps[i + 1] - g_stamps[i]).count());
     whole.push_back(total);
@@ -219,9 +212,8 @@ int profile(const Args& a) {
   std::printf("%5s %9s %6s  %s\n", "step", "ms", "%", "what");
   for (size_t i = 0; i < n; ++i) {
     const codegen::Step& s = prog->steps[i];
-    std::string name = s.kind == codegen::Step::Kind::kernel
-                           ? prog->kernels.at(static_cast<size_t>(s.kernel)).name
-                           : "g" + std::to_string(i) + "_gemm";
+    std::string name = s.kind == codegen::Step::Kind::kernel ? prog->kernels.at(static_cast<size_t>(s.kernel)).name
+                                                             : "g" + std::to_string(i) + "_gemm";
     std::printf("%5zu %9.4f %6.1f  %s\n", i, med[i], sum > 0 ? 100.0 * med[i] / sum : 0.0, name.c_str());
     for (const std::string& line : s.comment) std::printf("%23s%s\n", "", line.c_str());
   }

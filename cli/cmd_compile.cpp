@@ -5,6 +5,7 @@
 // IR, lowered for --target, with the CUDA thread mapping as comments for --target=cuda).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -18,7 +19,7 @@
 #include "codegen/lower/lower.h"
 #include "ir/printer.h"
 #include "ir/verifier.h"
-#include "passes/pass_manager.h"
+#include "passes/compile.h"
 #include "passes/stats.h"
 
 namespace dnnc::cli {
@@ -41,18 +42,18 @@ struct CompileOptions {
 // the per-graph figures (--stats) as asked.
 int run_compile_pipeline(ir::Module& m, const CompileOptions& o, passes::PipelineOptions& p) {
   passes::LayoutReport layout;
-  passes::PassRegistry registry;
-  passes::register_all_passes(registry, {.target = &passes::find_target(o.target), .layout_report = &layout});
   if (!o.dump_ir_after.empty()) {
-    if (o.dump_ir_after != "all" && !registry.find(o.dump_ir_after))
-      throw std::invalid_argument(fmt::format("unknown pass '{}' in --dump-ir-after", o.dump_ir_after));
+    const std::vector<std::string> names = passes::pass_names();
+    if (o.dump_ir_after != "all" && std::find(names.begin(), names.end(), o.dump_ir_after) == names.end())
+      throw std::invalid_argument(fmt::format("unknown pass '{}' in --dump-ir-after (known passes: {})",
+                                              o.dump_ir_after, fmt::join(names, ", ")));
     p.after_pass = [&](const std::string& pass, const ir::Module& mod, bool changed) {
       if (o.dump_ir_after == "all" || o.dump_ir_after == pass)
         std::cerr << fmt::format("// ----- IR after {}{} -----\n", pass, changed ? "" : " (unchanged)")
                   << ir::print(mod);
     };
   }
-  passes::run_pipeline(m, registry, p);
+  passes::compile(m, {.target = &passes::find_target(o.target), .layout_report = &layout, .pipeline = p});
   if (o.stats) std::cout << passes::format_stats(m, &layout);
   return 0;
 }

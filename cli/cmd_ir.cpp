@@ -8,7 +8,7 @@
 #include "ir/dot.h"
 #include "ir/printer.h"
 #include "ir/verifier.h"
-#include "passes/pass_manager.h"
+#include "passes/compile.h"
 #include "passes/stats.h"
 
 namespace dnnc::cli {
@@ -57,8 +57,6 @@ int run_dump(const DumpOptions& o) {
   ir::Module m = load_module(o.file);
   ir::verify(m);
   passes::LayoutReport layout;
-  passes::PassRegistry registry;
-  passes::register_all_passes(registry, {.target = &passes::find_target(o.target), .layout_report = &layout});
   passes::PipelineOptions p;
   p.passes = split_csv(o.passes);
   auto disabled = split_csv(o.disabled);
@@ -73,11 +71,11 @@ int run_dump(const DumpOptions& o) {
     p.after_pass = [&](const std::string& pass, const ir::Module& mod, bool changed) {
       std::cout << fmt::format("// ----- IR after {}{} -----\n", pass, changed ? "" : " (unchanged)") << render(mod, o);
     };
-    passes::run_pipeline(m, registry, p);
+    passes::compile(m, {.target = &passes::find_target(o.target), .layout_report = &layout, .pipeline = p});
     return 0;
   }
   p.stop_after = o.after;
-  passes::run_pipeline(m, registry, p);
+  passes::compile(m, {.target = &passes::find_target(o.target), .layout_report = &layout, .pipeline = p});
   if (o.stats) {
     std::cout << passes::format_stats(m, layout.target.empty() ? nullptr : &layout);
     return 0;

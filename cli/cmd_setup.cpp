@@ -8,7 +8,7 @@
 
 #include "cli/commands.h"
 #include "ir/verifier.h"
-#include "passes/pass_manager.h"
+#include "passes/compile.h"
 #include "runtime/data/cifar10.h"
 #include "runtime/data/mnist.h"
 
@@ -34,9 +34,7 @@ ir::Module compile_model(const std::string& path, const RecipeOverrides& o) {
     if (!(*o.lr > 0)) throw std::invalid_argument(fmt::format("--lr must be > 0, got {}", *o.lr));
     t.optimizer.attrs["lr"] = *o.lr;
   }
-  passes::PassRegistry registry;
-  passes::register_all_passes(registry);
-  passes::run_pipeline(m, registry, {});
+  passes::compile(m);
   return m;
 }
 

@@ -19,7 +19,8 @@
 #include <random>
 
 #include "frontend/frontend.h"
-#include "passes/pass_manager.h"
+#include "passes/compile.h"
+#include "runtime/data/random_inputs.h"
 #include "runtime/cuda/plugin_api.h"
 #include "runtime/cuda/plugin_loader.h"
 #include "runtime/reference/interpreter.h"
@@ -117,9 +118,7 @@ int run(int argc, char** argv) {
     throw std::invalid_argument("need --epochs >= 1, --metrics-every >= 1 and --samples >= BATCH >= 1");
   auto t0 = Clock::now();
   ir::Module m = frontend::compile_file(model);
-  passes::PassRegistry reg;
-  passes::register_all_passes(reg);
-  passes::run_pipeline(m, reg, {});
+  passes::compile(m);
   runtime::reference::ParamStore params = runtime::reference::init_params(m, 1);
   auto backend = runtime::cuda::make_cuda_backend(opt);
   auto exe = backend->compile(m, "train_step", params, batch);
@@ -131,21 +130,9 @@ int run(int argc, char** argv) {
   // Synthetic data of the graph's input shapes: f32 uniform in [-1, 1), labels in [0, 10).
   const ir::Graph& g = *m.graph("train_step");
   std::mt19937 rng(7);
+  std::map<std::string, runtime::Tensor> batch_data = runtime::random_inputs(g, samples, rng);
   std::vector<runtime::Tensor> data;
-  for (ir::ValueId id : g.inputs) {
-    const ir::Value& v = g.value(id);
-    std::vector<int64_t> shape;
-    for (ir::Dim d : v.type.shape) shape.push_back(d == ir::kBatch ? samples : d);
-    runtime::Tensor t(v.type.dtype, shape);
-    if (v.type.dtype == ir::DType::i64) {
-      std::uniform_int_distribution<int64_t> d(0, 9);
-      for (int64_t i = 0; i < t.numel(); ++i) t.i64()[i] = d(rng);
-    } else {
-      std::uniform_real_distribution<float> d(-1.0f, 1.0f);
-      for (int64_t i = 0; i < t.numel(); ++i) t.f32()[i] = d(rng);
-    }
-    data.push_back(std::move(t));
-  }
+  for (ir::ValueId id : g.inputs) data.push_back(std::move(batch_data.at(g.value(id).name)));
   auto t1 = Clock::now();
   trainer->load_dataset(data);
   double upload_s = since(t1);

@@ -13,7 +13,8 @@
 
 #include "codegen/cuda/cuda_printer.h"
 #include "codegen/lower/lower.h"
-#include "codegen_test_util.h"
+#include "tests/support/files.h"
+#include "tests/support/models.h"
 
 using namespace dnnc;
 using namespace dnnc::codegen;
@@ -129,7 +130,7 @@ TEST_CASE("cuBLASLt's column-major view of every model's GEMMs computes the row-
   for (const char* path :
        {"models/mnist_mlp.dnn", "models/mnist_mlp_adam.dnn", "models/lenet5.dnn", "models/cifar_cnn.dnn",
         "models/cifar_strided.dnn", "tests/cpu/models/mlp_acts.dnn", "tests/cpu/models/conv_pool_shapes.dnn"}) {
-    ir::Module m = test::pipeline_model(path);
+    ir::Module m = test::compiled_model(path);
     for (const char* graph : {"train_step", "infer"})
       for (int64_t batch : {1, 3}) {
         // Direct convs off: every conv becomes im2col + batched or summed GEMMs.

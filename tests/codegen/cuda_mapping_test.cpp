@@ -8,7 +8,8 @@
 #include <cmath>
 
 #include "codegen/lower/lower.h"
-#include "codegen_test_util.h"
+#include "tests/support/files.h"
+#include "tests/support/models.h"
 
 using namespace dnnc;
 using namespace dnnc::codegen;
@@ -380,7 +381,7 @@ TEST_CASE("a GEMM epilogue's grid covers the index range it is launched over", "
 
 TEST_CASE("seed CNN: the fused conv/pool is a warp per pooled row of each plane, lanes along the row",
           "[cuda][mapping]") {
-  ir::Module m = test::pipeline_model("models/cifar_cnn.dnn");
+  ir::Module m = test::compiled_model("models/cifar_cnn.dnn");
   Program p = lower_graph(m, *m.graph("train_step"), 4, cuda_lower_options());
   const Kernel* conv = nullptr;
   for (const Kernel& k : p.kernels)

@@ -6,7 +6,8 @@
 #include <cmath>
 
 #include "codegen/lower/lower.h"
-#include "codegen_test_util.h"
+#include "tests/support/files.h"
+#include "tests/support/models.h"
 
 using namespace dnnc;
 using namespace dnnc::codegen;
@@ -44,7 +45,7 @@ TEST_CASE("kernel IR prints with C precedence, typed literals and one line per s
 }
 
 TEST_CASE("a program prints its buffers, its steps with their IR nodes, outputs and updates", "[codegen][kir]") {
-  ir::Module m = test::pipeline_model("models/mnist_mlp.dnn");
+  ir::Module m = test::compiled_model("models/mnist_mlp.dnn");
   Program p = lower_graph(m, *m.graph("train_step"), 8);
   std::string text = print_kir(p);
   CHECK_THAT(text, Catch::StartsWith("// kernel IR of MnistMLP.train_step at batch 8\nprogram MnistMLP.train_step "

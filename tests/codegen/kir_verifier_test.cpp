@@ -11,8 +11,9 @@
 
 #include "codegen/kir/kir_printer.h"
 #include "codegen/lower/lower.h"
-#include "codegen_test_util.h"
 #include "ir/check.h"
+#include "tests/support/files.h"
+#include "tests/support/models.h"
 
 using namespace dnnc;
 using namespace dnnc::codegen;
@@ -60,7 +61,7 @@ TEST_CASE("every model's programs pass the kernel IR verifier with parallel loop
   for (const char* model : {"models/mnist_mlp.dnn", "models/mnist_mlp_adam.dnn", "models/lenet5.dnn",
                             "models/cifar_cnn.dnn", "models/cifar_strided.dnn", "tests/cpu/models/conv_pool_shapes.dnn",
                             "tests/cpu/models/mlp_acts.dnn", "tests/trainer/tiny_bn.dnn"}) {
-    ir::Module m = test::pipeline_model(model);
+    ir::Module m = test::compiled_model(model);
     for (const char* graph : {"train_step", "infer"})
       for (int64_t batch : {1, 3, 16})
         for (bool cuda : {false, true}) {
@@ -95,7 +96,7 @@ TEST_CASE("convolutions and pools of random shapes lower to programs that pass t
         fmt::arg("pad", pad), fmt::arg("d", d), fmt::arg("qo", qo), fmt::arg("qw", qw), fmt::arg("pk", pk),
         fmt::arg("ps", ps), fmt::arg("pp", pp));
     INFO(src);
-    ir::Module m = test::pipeline_source(src);
+    ir::Module m = test::compiled_source(src);
     for (int64_t batch : {1, 2, 5})
       for (bool cuda : {false, true}) {
         INFO("batch " << batch << (cuda ? " cuda" : " cpu"));
@@ -180,7 +181,7 @@ TEST_CASE("a variable out of scope, a store to a read-only param and a bad argum
 }
 
 TEST_CASE("a GEMM whose operand extends past its buffer fails", "[codegen][kir]") {
-  ir::Module m = test::pipeline_model("models/mnist_mlp.dnn");
+  ir::Module m = test::compiled_model("models/mnist_mlp.dnn");
   Program p = lower_graph(m, *m.graph("infer"), 4);
   size_t g = 0;
   while (p.steps[g].kind != Step::Kind::gemm) ++g;

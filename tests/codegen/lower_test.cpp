@@ -6,8 +6,9 @@
 
 #include "codegen/kir/kir_printer.h"
 #include "codegen/lower/coschedule.h"
-#include "codegen_test_util.h"
 #include "ir/op_registry.h"
+#include "tests/support/files.h"
+#include "tests/support/models.h"
 
 using namespace dnnc;
 using namespace dnnc::codegen;
@@ -46,7 +47,7 @@ ir::ValueId add(ir::Graph& g, const std::string& op, std::vector<ir::ValueId> in
 }  // namespace
 
 TEST_CASE("linear and matmul become GEMMs with transposes as flags and a bias epilogue", "[codegen][lower]") {
-  ir::Module m = test::pipeline_model("models/mnist_mlp.dnn");
+  ir::Module m = test::compiled_model("models/mnist_mlp.dnn");
   Program p = lower_graph(m, *m.graph("train_step"), 16);
   auto gs = gemms(p);
   REQUIRE(gs.size() == 3 + 5);  // 3 forward linears, 3 weight grads, 2 input grads
@@ -64,7 +65,7 @@ TEST_CASE("linear and matmul become GEMMs with transposes as flags and a bias ep
 }
 
 TEST_CASE("flatten and reshape are aliases of their operand's storage", "[codegen][lower]") {
-  ir::Module m = test::pipeline_model("models/cifar_cnn.dnn");
+  ir::Module m = test::compiled_model("models/cifar_cnn.dnn");
   Program p = lower_graph(m, *m.graph("train_step"), 4);
   int views = 0, in_place = 0;
   for (const Buffer& b : p.buffers) {
@@ -82,7 +83,7 @@ TEST_CASE("flatten and reshape are aliases of their operand's storage", "[codege
 }
 
 TEST_CASE("optimizer updates write their params in place", "[codegen][lower]") {
-  ir::Module m = test::pipeline_model("models/mnist_mlp_adam.dnn");
+  ir::Module m = test::compiled_model("models/mnist_mlp_adam.dnn");
   const ir::Graph& g = *m.graph("train_step");
   Program p = lower_graph(m, g, 16);
   REQUIRE(p.updates.size() == g.updates.size());
@@ -104,7 +105,7 @@ TEST_CASE("optimizer updates write their params in place", "[codegen][lower]") {
 }
 
 TEST_CASE("map ops after a GEMM in one fuse group become its epilogue", "[codegen][lower]") {
-  ir::Module m = test::pipeline_model("models/mnist_mlp.dnn");
+  ir::Module m = test::compiled_model("models/mnist_mlp.dnn");
   const ir::Graph& g = *m.graph("train_step");
   Program p = lower_graph(m, g, 128);
   int epilogues = 0;
@@ -131,7 +132,7 @@ TEST_CASE("map ops after a GEMM in one fuse group become its epilogue", "[codege
 
 TEST_CASE("a GEMM epilogue that is exactly one relu or relu_backward is named for the CUDA printer",
           "[codegen][lower]") {
-  ir::Module m = test::pipeline_model("tests/cpu/models/mlp_acts.dnn");
+  ir::Module m = test::compiled_model("tests/cpu/models/mlp_acts.dnn");
   Program p = lower_graph(m, *m.graph("train_step"), 6);
   std::vector<GemmCall::Act> acts;
   std::vector<const GemmCall*> relu, relu_backward;
@@ -164,7 +165,7 @@ TEST_CASE("a GEMM epilogue that is exactly one relu or relu_backward is named fo
 }
 
 TEST_CASE("small convolutions use direct loops, larger ones im2col and batched GEMM", "[codegen][lower]") {
-  ir::Module m = test::pipeline_model("models/lenet5.dnn");
+  ir::Module m = test::compiled_model("models/lenet5.dnn");
   Program p = lower_graph(m, *m.graph("train_step"), 8);
   int conv_kernels = 0, im2col = 0, batched = 0, per_image_dw = 0, dw_sums = 0;
   for (const Kernel& k : p.kernels) {
@@ -188,7 +189,7 @@ TEST_CASE("small convolutions use direct loops, larger ones im2col and batched G
 
 TEST_CASE("conv2d -> relu -> maxpool2d and maxpool2d_backward -> relu_backward -> bias grad are one kernel each",
           "[codegen][lower]") {
-  ir::Module m = test::pipeline_model("models/cifar_cnn.dnn");
+  ir::Module m = test::compiled_model("models/cifar_cnn.dnn");
   Program p = lower_graph(m, *m.graph("train_step"), 4);
   std::vector<std::string> names;
   for (const Kernel& k : p.kernels) names.push_back(k.name);
@@ -251,9 +252,7 @@ ir::Module with_optimizer(const std::string& path, const std::string& kind, cons
   ir::Module m = frontend::compile_file(path);
   m.train.optimizer.kind = kind;
   m.train.optimizer.attrs = attrs;
-  passes::PassRegistry r;
-  passes::register_all_passes(r);
-  passes::run_pipeline(m, r, {});
+  passes::compile(m);
   return m;
 }
 
@@ -274,7 +273,7 @@ int fused_updates(const Program& p) {
 }  // namespace
 
 TEST_CASE("an SGD-momentum update runs fused in its weight-gradient GEMM", "[codegen][lower]") {
-  ir::Module m = test::pipeline_model("models/mnist_mlp.dnn");
+  ir::Module m = test::compiled_model("models/mnist_mlp.dnn");
   const ir::Graph& g = *m.graph("train_step");
   Program p = lower_graph(m, g, 16);
   CHECK(fused_updates(p) == 3);
@@ -308,7 +307,7 @@ TEST_CASE("an SGD-momentum update runs fused in its weight-gradient GEMM", "[cod
 }
 
 TEST_CASE("independent weight-gradient GEMMs are co-scheduled; dependent ones are not", "[codegen][lower]") {
-  ir::Module m = test::pipeline_model("models/mnist_mlp.dnn");
+  ir::Module m = test::compiled_model("models/mnist_mlp.dnn");
   const ir::Graph& g = *m.graph("train_step");
   Program p = lower_graph(m, g, 128);
   // The three weight-gradient GEMMs (each with its fused SGD update) form one group: consecutive,
@@ -360,12 +359,12 @@ TEST_CASE("SGD variants: decay and dampening fuse, Nesterov, no momentum and Ada
     }
   CHECK(fused(with_optimizer(mlp, "sgd", {{"lr", 0.1}, {"momentum", 0.9}, {"nesterov", true}})) == 0);
   CHECK(fused(with_optimizer(mlp, "sgd", {{"lr", 0.1}})) == 0);
-  CHECK(fused(test::pipeline_model("models/mnist_mlp_adam.dnn")) == 0);
-  CHECK(fused(test::pipeline_model("models/lenet5.dnn")) >= 3);  // its fc layers
+  CHECK(fused(test::compiled_model("models/mnist_mlp_adam.dnn")) == 0);
+  CHECK(fused(test::compiled_model("models/lenet5.dnn")) >= 3);  // its fc layers
 }
 
 TEST_CASE("bias-gradient sums run in the input-gradient GEMM's epilogue", "[codegen][lower]") {
-  ir::Module m = test::pipeline_model("models/mnist_mlp.dnn");
+  ir::Module m = test::compiled_model("models/mnist_mlp.dnn");
   const ir::Graph& g = *m.graph("train_step");
   Program p = lower_graph(m, g, 16);
   int sums = 0;
@@ -388,7 +387,7 @@ TEST_CASE("bias-gradient sums run in the input-gradient GEMM's epilogue", "[code
 TEST_CASE("the softmax_xent group is one kernel: loss, dloss, dlogits and the bias gradient", "[codegen][lower]") {
   for (const char* model : {"models/mnist_mlp.dnn", "models/cifar_cnn.dnn"}) {
     INFO(model);
-    ir::Module m = test::pipeline_model(model);
+    ir::Module m = test::compiled_model(model);
     Program p = lower_graph(m, *m.graph("train_step"), 8);
     CHECK(kernels_named(p, "softmax_xent") == 1);
     CHECK(kernels_named(p, "cross_entropy") == 0);

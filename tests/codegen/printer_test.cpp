@@ -3,7 +3,8 @@
 
 #include "codegen/cpp/cpp_printer.h"
 #include "codegen/lower/lower.h"
-#include "codegen_test_util.h"
+#include "tests/support/files.h"
+#include "tests/support/models.h"
 
 using namespace dnnc;
 using namespace dnnc::codegen;
@@ -62,7 +63,7 @@ TEST_CASE("min and max print with std::min/std::max semantics", "[codegen][print
 }
 
 TEST_CASE("a program prints as one header-free unit exporting dnnc_run", "[codegen][printer]") {
-  ir::Module m = test::pipeline_model("models/cifar_cnn.dnn");
+  ir::Module m = test::compiled_model("models/cifar_cnn.dnn");
   Program p = lower_graph(m, *m.graph("train_step"), 4);
   std::string src = print_program_cpp(p);
   CHECK(src.find("#include") == std::string::npos);

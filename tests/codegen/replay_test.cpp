@@ -9,7 +9,8 @@
 
 #include "codegen/cpp/cpp_printer.h"
 #include "codegen/lower/lower.h"
-#include "codegen_test_util.h"
+#include "tests/support/files.h"
+#include "tests/support/models.h"
 
 using namespace dnnc;
 namespace fs = std::filesystem;
@@ -38,7 +39,7 @@ TEST_CASE("generated C++ of every model equals the committed golden sources", "[
   std::sort(models.begin(), models.end());
   REQUIRE(models.size() >= 5);
   for (const fs::path& model : models) {
-    ir::Module m = test::pipeline_model(model.string());
+    ir::Module m = test::compiled_model(model.string());
     int64_t batch = m.train.batch > 0 ? m.train.batch : 1;
     for (const char* graph : {"train_step", "infer"}) {
       const ir::Graph* g = m.graph(graph);
@@ -48,7 +49,7 @@ TEST_CASE("generated C++ of every model equals the committed golden sources", "[
       INFO("golden " << golden.string() << " — if the change is intended, regenerate with: build/dnnc compile "
                      << model.string() << " --emit=cpp -o tests/codegen/golden, and review the diff");
       REQUIRE(fs::exists(golden));
-      std::string want = test::read_all(golden.string());
+      std::string want = test::read_file(golden.string());
       INFO(first_difference(want, got));
       CHECK(got == want);
     }

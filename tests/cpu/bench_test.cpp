@@ -18,7 +18,7 @@ double ms_per_step(runtime::Executable& exe, const std::map<std::string, runtime
 }
 
 void bench(const std::string& model, int64_t batch, int steps) {
-  ir::Module m = test::pipeline_model("models/" + model + ".dnn");
+  ir::Module m = test::compiled_model("models/" + model + ".dnn");
   runtime::reference::ParamStore cpu_params = runtime::reference::init_params(m, 1), ref_params = cpu_params;
   std::mt19937 rng(1);
   auto in = test::random_inputs(*m.graph("train_step"), batch, rng);

@@ -52,9 +52,7 @@ void check_golden(const std::string& model) {
       else
         m.train.optimizer.attrs[it.key()] = it->get<double>();
     }
-    passes::PassRegistry r;
-    passes::register_all_passes(r);
-    passes::run_pipeline(m, r, {});
+    passes::compile(m);
     runtime::reference::ParamStore store = runtime::reference::init_params(m, 0);
     for (const auto& p : params) store.tensors[p.get<std::string>()] = get(f, "param." + p.get<std::string>());
 

@@ -19,7 +19,7 @@ void check_module(const ir::Module& m, const std::string& name, int64_t batch,
 void check_model(const std::string& name, int64_t batch,
                  const runtime::cpu::CpuOptions& options = test::cpu_test_options()) {
   // A bare name is a model of models/; anything with a '/' is a path.
-  check_module(test::pipeline_model(name.find('/') == std::string::npos ? "models/" + name + ".dnn" : name), name,
+  check_module(test::compiled_model(name.find('/') == std::string::npos ? "models/" + name + ".dnn" : name), name,
                batch, options);
 }
 
@@ -28,9 +28,7 @@ ir::Module with_optimizer(const std::string& name, const std::string& kind, cons
   ir::Module m = frontend::compile_file("models/" + name + ".dnn");
   m.train.optimizer.kind = kind;
   m.train.optimizer.attrs = attrs;
-  passes::PassRegistry r;
-  passes::register_all_passes(r);
-  passes::run_pipeline(m, r, {});
+  passes::compile(m);
   return m;
 }
 
@@ -162,7 +160,7 @@ TEST_CASE("every model in models/ is compared with the reference", "[cpu][models
 }
 
 TEST_CASE("a wrongly shaped input is rejected with its name and both types", "[cpu]") {
-  ir::Module m = test::pipeline_model("models/mnist_mlp.dnn");
+  ir::Module m = test::compiled_model("models/mnist_mlp.dnn");
   runtime::reference::ParamStore params = runtime::reference::init_params(m, 1);
   runtime::cpu::CpuBackend backend(test::cpu_test_options());
   auto infer = backend.compile(m, "infer", params, 6);
@@ -173,7 +171,7 @@ TEST_CASE("a wrongly shaped input is rejected with its name and both types", "[c
 }
 
 TEST_CASE("an out-of-range label stops the run with the failing node", "[cpu]") {
-  ir::Module m = test::pipeline_model("models/mnist_mlp.dnn");
+  ir::Module m = test::compiled_model("models/mnist_mlp.dnn");
   runtime::reference::ParamStore params = runtime::reference::init_params(m, 1);
   runtime::cpu::CpuBackend backend(test::cpu_test_options());
   auto train = backend.compile(m, "train_step", params, 6);

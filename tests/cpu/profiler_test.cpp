@@ -14,7 +14,7 @@ void record(int step) { g_ticks.push_back(step); }
 }  // namespace
 
 TEST_CASE("cpu profiler hook fires once per program step", "[cpu][profiler]") {
-  ir::Module m = test::pipeline_model("models/mnist_mlp.dnn");
+  ir::Module m = test::compiled_model("models/mnist_mlp.dnn");
   runtime::reference::ParamStore params = runtime::reference::init_params(m, 1);
   std::mt19937 rng(3);
   auto in = test::random_inputs(*m.graph("train_step"), 4, rng);

@@ -1,23 +1,14 @@
-// Shared helpers for the CUDA tests: models through the default pipeline, lowered the way the
-// cuda backend lowers them, and the test kernel cache / plugin directory of the build tree.
+// Shared helpers for the CUDA tests: models lowered the way the cuda backend lowers them, and
+// the plugin directory of the build tree (models themselves: tests/support/models.h).
 #pragma once
 #include <cstdlib>
 #include <string>
 
 #include "codegen/cuda/cuda_printer.h"
 #include "codegen/lower/lower.h"
-#include "frontend/frontend.h"
-#include "passes/pass_manager.h"
+#include "tests/support/models.h"
 
 namespace dnnc::test {
-
-inline ir::Module cuda_pipeline_model(const std::string& path) {
-  ir::Module m = frontend::compile_file(path);
-  passes::PassRegistry r;
-  passes::register_all_passes(r);
-  passes::run_pipeline(m, r, {});
-  return m;
-}
 
 /// Graph `graph` of `m` lowered as the cuda backend does (every independent loop parallel).
 inline codegen::Program cuda_lower(const ir::Module& m, const std::string& graph, int64_t batch) {

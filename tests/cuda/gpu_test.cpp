@@ -16,6 +16,7 @@
 #include "runtime/cuda/plugin_api.h"
 #include "runtime/cuda/plugin_loader.h"
 #include "runtime/reference/interpreter.h"
+#include "tests/support/inputs.h"
 
 using namespace dnnc;
 
@@ -32,39 +33,11 @@ runtime::cuda::CudaOptions test_options() {
 }
 
 void check_close(const runtime::Tensor& got, const runtime::Tensor& want, const std::string& what, double tol = kTol) {
-  INFO(what << ": got " << runtime::describe(got) << ", want " << runtime::describe(want));
-  REQUIRE(got.dtype() == want.dtype());
-  REQUIRE(got.shape() == want.shape());
-  if (got.dtype() == ir::DType::i64) {
-    for (int64_t i = 0; i < got.numel(); ++i) REQUIRE(got.i64()[i] == want.i64()[i]);
-    return;
-  }
-  double err = runtime::rel_error(got, want);
-  INFO("relative error " << err);
-  CHECK(err <= tol);
-}
-
-std::map<std::string, runtime::Tensor> random_inputs(const ir::Graph& g, int64_t batch, std::mt19937& rng) {
-  std::map<std::string, runtime::Tensor> out;
-  for (ir::ValueId id : g.inputs) {
-    const ir::Value& v = g.value(id);
-    std::vector<int64_t> shape;
-    for (ir::Dim d : v.type.shape) shape.push_back(d == ir::kBatch ? batch : d);
-    runtime::Tensor t(v.type.dtype, shape);
-    if (v.type.dtype == ir::DType::i64) {
-      std::uniform_int_distribution<int64_t> d(0, 9);
-      for (int64_t i = 0; i < t.numel(); ++i) t.i64()[i] = d(rng);
-    } else {
-      std::uniform_real_distribution<float> d(-1.0f, 1.0f);
-      for (int64_t i = 0; i < t.numel(); ++i) t.f32()[i] = d(rng);
-    }
-    out[v.name] = std::move(t);
-  }
-  return out;
+  test::check_close(got, want, what, tol);
 }
 
 void check_model(const std::string& name, int64_t batch) {
-  ir::Module m = test::cuda_pipeline_model(name.find('/') == std::string::npos ? "models/" + name + ".dnn" : name);
+  ir::Module m = test::compiled_model(name.find('/') == std::string::npos ? "models/" + name + ".dnn" : name);
   runtime::reference::ParamStore ref = runtime::reference::init_params(m, 11);
   runtime::reference::ParamStore gpu = ref;
   auto backend = runtime::cuda::make_cuda_backend(test_options());
@@ -73,7 +46,7 @@ void check_model(const std::string& name, int64_t batch) {
   std::mt19937 rng(5);
   const ir::Graph& g = *m.graph("train_step");
   for (int step = 1; step <= 3; ++step) {
-    auto inputs = random_inputs(g, batch, rng);
+    auto inputs = test::random_inputs(g, batch, rng);
     auto want = runtime::reference::run_reference(m, g, inputs, ref);
     auto got = train->run(inputs);
     REQUIRE(got.size() == want.size());
@@ -86,7 +59,7 @@ void check_model(const std::string& name, int64_t batch) {
     }
   }
   const ir::Graph& ig = *m.graph("infer");
-  auto inputs = random_inputs(ig, batch, rng);
+  auto inputs = test::random_inputs(ig, batch, rng);
   auto want = runtime::reference::run_reference(m, ig, inputs, ref);
   auto got = infer->run(inputs);
   REQUIRE(got.size() == want.size());
@@ -125,9 +98,7 @@ void check_golden(const std::string& model) {
       else
         m.train.optimizer.attrs[it.key()] = it->get<double>();
     }
-    passes::PassRegistry r;
-    passes::register_all_passes(r);
-    passes::run_pipeline(m, r, {});
+    passes::compile(m);
     runtime::reference::ParamStore store = runtime::reference::init_params(m, 0);
     for (const auto& p : params) store.tensors[p.get<std::string>()] = get(f, "param." + p.get<std::string>());
     auto exe = backend->compile(m, "train_step", store, batch);
@@ -231,7 +202,7 @@ TEST_CASE("cuda matches PyTorch: cifar_cnn", "[gpu][golden]") { check_golden("ci
 TEST_CASE("cuda matches PyTorch: cifar_strided", "[gpu][golden]") { check_golden("cifar_strided"); }
 
 TEST_CASE("resident training equals step-by-step runs", "[gpu][resident]") {
-  ir::Module m = test::cuda_pipeline_model("models/mnist_mlp.dnn");
+  ir::Module m = test::compiled_model("models/mnist_mlp.dnn");
   const int64_t batch = 32, samples = 96, steps = 7;
   runtime::reference::ParamStore a = runtime::reference::init_params(m, 3);
   runtime::reference::ParamStore b = a;
@@ -240,7 +211,7 @@ TEST_CASE("resident training equals step-by-step runs", "[gpu][resident]") {
   auto exe_b = backend->compile(m, "train_step", b, batch);
   std::mt19937 rng(9);
   const ir::Graph& g = *m.graph("train_step");
-  auto all = random_inputs(g, samples, rng);  // the dataset: `samples` rows
+  auto all = test::random_inputs(g, samples, rng);  // the dataset: `samples` rows
   std::vector<int64_t> order(static_cast<size_t>(samples));
   for (int64_t i = 0; i < samples; ++i) order[static_cast<size_t>(i)] = (i * 37) % samples;
   std::vector<float> want;

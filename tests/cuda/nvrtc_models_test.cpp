@@ -41,8 +41,7 @@ void check_launch(const codegen::CudaKernel& k) {
 
 // Compiles `cp` (one program) with NVRTC for sm_80 and sm_90 and checks every kernel's launch
 // config and ptxas report; prints one table row per arch.
-void check_program(const codegen::CudaProgram& cp, const std::string& model, const std::string& graph,
-                   int64_t batch) {
+void check_program(const codegen::CudaProgram& cp, const std::string& model, const std::string& graph, int64_t batch) {
   for (const auto& k : cp.kernels) check_launch(k);
   for (const char* arch : {"sm_80", "sm_90"}) {
     std::string label = fmt::format("{}.{}.b{}", model, graph, batch);
@@ -82,7 +81,7 @@ TEST_CASE("every model's CUDA kernels compile with NVRTC for sm_80 and sm_90 wit
   REQUIRE(ms.size() >= 5);
   print_header();
   for (const fs::path& path : ms) {
-    ir::Module m = test::cuda_pipeline_model(path.string());
+    ir::Module m = test::compiled_model(path.string());
     int64_t train_batch = m.train.batch > 0 ? m.train.batch : 1;
     for (const char* graph : {"train_step", "infer"}) {
       if (!m.graph(graph)) continue;

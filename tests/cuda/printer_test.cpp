@@ -131,7 +131,7 @@ TEST_CASE("an unknown KernelIR statement kind is an error naming the kernel", "[
 }
 
 TEST_CASE("seed models: GEMMs are not kernels, elementwise ops are vectorized", "[cuda][printer]") {
-  ir::Module m = test::cuda_pipeline_model("models/mnist_mlp.dnn");
+  ir::Module m = test::compiled_model("models/mnist_mlp.dnn");
   Program p = test::cuda_lower(m, "train_step", 128);
   CudaProgram cp = print_program_cuda(p);
   int kernel_steps = 0, gemm_steps = 0, bias_fills = 0, epilogues = 0, col_sums = 0;
@@ -200,7 +200,7 @@ std::vector<std::pair<const GemmCall*, CudaGemmAct>> gemm_acts(const Program& p,
 
 TEST_CASE("MLP: relu and relu_backward GEMM epilogues are planned as cuBLASLt RELU_AUX_BIAS and DRELU_BGRAD",
           "[cuda][printer][epilogue]") {
-  ir::Module m = test::cuda_pipeline_model("models/mnist_mlp.dnn");
+  ir::Module m = test::compiled_model("models/mnist_mlp.dnn");
   Program p = test::cuda_lower(m, "train_step", 128);
   CudaProgram cp = print_program_cuda(p);
   auto acts = gemm_acts(p, cp);
@@ -254,7 +254,7 @@ TEST_CASE("MLP: relu and relu_backward GEMM epilogues are planned as cuBLASLt RE
 
 TEST_CASE("a DRELU is planned only when its mask is the last write of a relu GEMM of C's shape",
           "[cuda][printer][epilogue]") {
-  ir::Module m = test::cuda_pipeline_model("models/mnist_mlp.dnn");
+  ir::Module m = test::compiled_model("models/mnist_mlp.dnn");
   Program base = test::cuda_lower(m, "train_step", 128);
   std::vector<size_t> gemm_steps;
   for (size_t i = 0; i < base.steps.size(); ++i)
@@ -332,7 +332,7 @@ TEST_CASE("the printer renders each kernel's thread mapping: its barriers, sprea
   int kernels = 0, synced = 0;
   for (const char* model : {"models/mnist_mlp.dnn", "models/mnist_mlp_adam.dnn", "models/lenet5.dnn",
                             "models/cifar_cnn.dnn", "models/cifar_strided.dnn", "tests/trainer/tiny_bn.dnn"}) {
-    ir::Module m = test::cuda_pipeline_model(model);
+    ir::Module m = test::compiled_model(model);
     for (const char* graph : {"train_step", "infer"}) {
       Program p = test::cuda_lower(m, graph, 3);
       CudaProgram cp = print_program_cuda(p);

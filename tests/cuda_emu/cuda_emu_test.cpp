@@ -6,8 +6,8 @@
 #include <dlfcn.h>
 #include <fmt/format.h>
 
-#include <catch2/catch.hpp>
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <random>
 #include <set>
 
@@ -42,7 +42,7 @@ int count(const std::vector<CudaLtAct>& taken, CudaLtAct a) {
 
 void check_model(const std::string& path, int64_t batch, int steps = 2, const Refused& refused = kAll,
                  bool reverse = false) {
-  ir::Module m = test::pipeline_model(path);
+  ir::Module m = test::compiled_model(path);
   runtime::reference::ParamStore ref = runtime::reference::init_params(m, 11);
   runtime::reference::ParamStore dev = ref;
   test::EmuProgram train = emu(m, "train_step", batch, refused, reverse);
@@ -102,16 +102,16 @@ TEST_CASE("emulated cuda equals reference: fused conv/pool kernels on awkward sh
 // kernel), no RELU_AUX (plain RELU, and the DRELU that would read its mask falls back to the
 // kernels), relu only.
 TEST_CASE("emulated cuda equals reference with each set of cuBLASLt epilogues", "[cuda_emu][epilogue]") {
-  ir::Module m = test::pipeline_model("models/mnist_mlp.dnn");
+  ir::Module m = test::compiled_model("models/mnist_mlp.dnn");
   struct Case {
     const char* what;
     Refused refused;
     int relu_aux, relu, drelu_bgrad, drelu;
   };
-  for (const Case& c : {Case{"all", kAll, 2, 0, 2, 0}, Case{"none", kNone, 0, 0, 0, 0},
-                        Case{"no bgrad", {CudaLtAct::drelu_bgrad}, 2, 0, 0, 2},
-                        Case{"no aux", {CudaLtAct::relu_aux}, 0, 2, 0, 0},
-                        Case{"relu only", {CudaLtAct::relu_aux, CudaLtAct::drelu, CudaLtAct::drelu_bgrad}, 0, 2, 0, 0}}) {
+  for (const Case& c :
+       {Case{"all", kAll, 2, 0, 2, 0}, Case{"none", kNone, 0, 0, 0, 0},
+        Case{"no bgrad", {CudaLtAct::drelu_bgrad}, 2, 0, 0, 2}, Case{"no aux", {CudaLtAct::relu_aux}, 0, 2, 0, 0},
+        Case{"relu only", {CudaLtAct::relu_aux, CudaLtAct::drelu, CudaLtAct::drelu_bgrad}, 0, 2, 0, 0}}) {
     INFO("cuBLASLt epilogues: " << c.what);
     test::EmuProgram e = emu(m, "train_step", 4, c.refused);
     CHECK(count(e.taken(), CudaLtAct::relu_aux) == c.relu_aux);
@@ -139,8 +139,8 @@ TEST_CASE("emulated cuda ops: every op equals the reference", "[cuda_emu]") {
       test::check_close(got[i], want[i], fmt::format("{} (step {})", g.value(g.outputs[i]).name, step), kTol);
     auto got_r = reversed.run(inputs, params);
     for (size_t i = 0; i < got_r.size(); ++i)
-      test::check_close(got_r[i], want[i], fmt::format("{} (step {}, highest thread first)", g.value(g.outputs[i]).name, step),
-                        kTol);
+      test::check_close(got_r[i], want[i],
+                        fmt::format("{} (step {}, highest thread first)", g.value(g.outputs[i]).name, step), kTol);
   }
 }
 

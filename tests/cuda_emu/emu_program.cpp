@@ -13,6 +13,7 @@
 
 #include "codegen/c/c_printer.h"
 #include "codegen/cuda/cuda_gemm.h"
+#include "tests/support/files.h"
 
 namespace dnnc::test {
 
@@ -23,13 +24,6 @@ using codegen::ScalarType;
 
 namespace {
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 size_t elem_bytes(ScalarType t) { return t == ScalarType::i64 || t == ScalarType::u64 || t == ScalarType::f64 ? 8 : 4; }
 
 ir::DType dtype_of(ScalarType t) { return t == ScalarType::i64 ? ir::DType::i64 : ir::DType::f32; }
@@ -38,7 +32,7 @@ ir::DType dtype_of(ScalarType t) { return t == ScalarType::i64 ? ir::DType::i64 
 
 std::string compile_for_emulator(const std::string& source, const std::string& cache_dir) {
   const std::string header = DNNC_EMU_HEADER;
-  std::string key = fmt::format("{:016x}", std::hash<std::string>{}(source + slurp(header)));
+  std::string key = fmt::format("{:016x}", std::hash<std::string>{}(source + test::read_file(header)));
   fs::create_directories(cache_dir);
   std::string so = cache_dir + "/" + key + ".so";
   if (fs::exists(so)) return so;
@@ -53,7 +47,7 @@ std::string compile_for_emulator(const std::string& source, const std::string& c
       fmt::format("c++ -std=c++17 -O1 -ffp-contract=off -fPIC -shared -w -include '{}' -x c++ '{}' -o '{}' >'{}' 2>&1",
                   header, src, tmp, log);
   if (std::system(cmd.c_str()) != 0)
-    throw std::runtime_error(fmt::format("the emulator's compile of {} failed:\n{}", src, slurp(log)));
+    throw std::runtime_error(fmt::format("the emulator's compile of {} failed:\n{}", src, test::read_file(log)));
   fs::rename(tmp, so);
   return so;
 }

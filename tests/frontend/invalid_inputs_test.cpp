@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "frontend/frontend.h"
+#include "tests/support/files.h"
 
 using namespace dnnc;
 namespace fs = std::filesystem;
@@ -17,12 +18,7 @@ namespace {
 
 const char* kDir = "tests/invalid";
 
-std::string read_all(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+std::string read_all(const fs::path& p) { return dnnc::test::read_file(p.string()); }
 
 std::vector<std::string> lines_of(const std::string& s) {
   std::vector<std::string> out;

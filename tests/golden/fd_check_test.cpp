@@ -10,10 +10,10 @@
 // A coordinate passes when |fd − ad| <= kAbsTol + kRelTol·|ad| with kAbsTol = 1e-4 and
 // kRelTol = 1e-2 (the largest seen uses 10% of that), and the same samples with a gradient 5%
 // off must fail somewhere, so the check does discriminate.
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <iterator>
 #include <numeric>
@@ -21,8 +21,9 @@
 #include <set>
 
 #include "frontend/frontend.h"
-#include "passes/pass_manager.h"
+#include "passes/compile.h"
 #include "runtime/reference/interpreter.h"
+#include "tests/support/inputs.h"
 
 namespace dnnc::golden {
 namespace {
@@ -83,43 +84,16 @@ bool sample_ok(double autodiff, double numeric) {
   return std::abs(numeric - autodiff) <= kAbsTol + kRelTol * std::abs(autodiff);
 }
 
-// Random inputs for every graph input: f32 ~ N(0, 1), i64 labels uniform in [0, classes).
-std::map<std::string, runtime::Tensor> random_inputs(const ir::Graph& g, int64_t batch, int64_t classes,
-                                                     std::mt19937_64& rng) {
-  std::map<std::string, runtime::Tensor> inputs;
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::uniform_int_distribution<int64_t> label(0, classes - 1);
-  for (ir::ValueId id : g.inputs) {
-    const ir::Value& v = g.value(id);
-    std::vector<int64_t> shape;
-    for (ir::Dim d : v.type.shape) shape.push_back(d == ir::kBatch ? batch : d);
-    runtime::Tensor t(v.type.dtype, shape);
-    for (int64_t i = 0; i < t.numel(); ++i) {
-      if (v.type.dtype == ir::DType::f32)
-        t.f32()[i] = normal(rng);
-      else
-        t.i64()[i] = label(rng);
-    }
-    inputs[v.name] = std::move(t);
-  }
-  return inputs;
-}
-
 // Compiles `source`, derives train_step, and samples autodiff vs central differences.
 std::vector<Sample> gradient_samples(const std::string& source, const std::string& name, int64_t classes,
                                      uint64_t seed) {
   ir::Module m = frontend::compile_source(source, name + ".dnn");
-  passes::PassRegistry registry;
-  passes::register_all_passes(registry);
-  passes::PipelineOptions options;
-  options.passes = {"infer-shapes", "autodiff"};
-  options.verify_each = true;
-  passes::run_pipeline(m, registry, options);
+  passes::compile(m, {.pipeline = {.passes = {"infer-shapes", "autodiff"}, .verify_each = true}});
 
   std::mt19937_64 rng(seed);
   const ir::Graph& fwd = *m.graph("forward");
   const ir::Graph& step = *m.graph("train_step");
-  std::map<std::string, runtime::Tensor> inputs = random_inputs(fwd, 4, classes, rng);
+  std::map<std::string, runtime::Tensor> inputs = test::random_inputs(fwd, 4, rng, test::Fill::normal, classes);
   const ref::ParamStore params = ref::init_params(m, seed);
   ref::RefOptions fp64;
   fp64.fp64_accumulate = true;

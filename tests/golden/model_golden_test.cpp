@@ -2,14 +2,15 @@
 // infer-shapes, autodiff, optimizer) on the reference interpreter against PyTorch: the first
 // step's loss, logits and every gradient (rel err <= 1e-5), then each optimizer run's 20-step
 // loss trajectory and final parameters (rel err <= 1e-4).
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
+
+#include <catch2/catch.hpp>
 
 #include "compare.h"
 #include "dynamic_tests.h"
 #include "frontend/frontend.h"
 #include "golden_file.h"
-#include "passes/pass_manager.h"
+#include "passes/compile.h"
 #include "runtime/reference/interpreter.h"
 
 namespace dnnc::golden {
@@ -22,21 +23,14 @@ constexpr double kTrajectoryTol = 1e-4;  // <run>.loss as a vector, <run>.final.
 
 // Runs `names` with the verifier before the first pass and after each one.
 void run_passes(ir::Module& m, const std::vector<std::string>& names) {
-  passes::PassRegistry registry;
-  passes::register_all_passes(registry);
-  passes::PipelineOptions options;
-  options.passes = names;
-  options.verify_each = true;
-  passes::run_pipeline(m, registry, options);
+  passes::compile(m, {.pipeline = {.passes = names, .verify_each = true}});
 }
 
 std::vector<std::string> param_keys(const GoldenFile& f) {
   return f.meta_json("params").get<std::vector<std::string>>();
 }
 
-ir::Module compile_model(const GoldenFile& f) {
-  return frontend::compile_file(source_dir() + "/" + f.meta("model"));
-}
+ir::Module compile_model(const GoldenFile& f) { return frontend::compile_file(source_dir() + "/" + f.meta("model")); }
 
 // init_params (zeros for optimizer state, the module's own init elsewhere), then every `param.*`
 // of the golden over it. Fails if dnnc and PyTorch disagree on the trainable params or a shape.
@@ -155,8 +149,7 @@ void run_trajectory(const std::string& path, const std::string& run) {
                               display_path(path), problem, kRegenerate);
     }
     if (!problem.empty()) {
-      register_test(CATCH_INTERNAL_LINEINFO, "golden model " + model, "[golden][model]",
-                    [problem] { FAIL(problem); });
+      register_test(CATCH_INTERNAL_LINEINFO, "golden model " + model, "[golden][model]", [problem] { FAIL(problem); });
       continue;
     }
     register_test(CATCH_INTERNAL_LINEINFO, "golden model " + model + " step1", "[golden][model]",

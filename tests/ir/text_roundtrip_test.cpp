@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <sstream>
@@ -13,17 +14,15 @@
 #include "ir/printer.h"
 #include "ir/verifier.h"
 #include "test_types.h"
+#include "tests/support/files.h"
 
 using namespace dnnc::ir;
 using namespace dnnc::ir::test;
 
 namespace {
 std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  REQUIRE(in.good());
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  REQUIRE(std::filesystem::exists(path));
+  return dnnc::test::read_file(path);
 }
 
 // Compares `actual` with the golden file byte-exactly; DNNC_UPDATE_GOLDEN=1 rewrites the file instead.

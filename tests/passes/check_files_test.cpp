@@ -3,9 +3,9 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 
-#include "filecheck.h"
 #include "ir/verifier.h"
 #include "pass_test_util.h"
+#include "tests/support/filecheck.h"
 
 using namespace dnnc;
 
@@ -16,7 +16,7 @@ TEST_CASE("CHECK-style pass tests in tests/passes/check", "[passes][filecheck]")
     ++files;
     std::string path = e.path().string();
     INFO(path);
-    test::CheckFile f = test::parse_check_file(test::slurp(path));
+    test::CheckFile f = test::parse_check_file(test::read_file(path));
     REQUIRE_FALSE(f.passes.empty());
     REQUIRE_FALSE(f.checks.empty());
     ir::Module m = ir::parse_module(f.input, path);

@@ -2,7 +2,6 @@
 // losslessly after each pass, and the final IR equals the committed golden text
 // (regenerate: scripts/update-ir-goldens.sh).
 #include <catch2/catch.hpp>
-
 #include <filesystem>
 
 #include "ir/compare.h"
@@ -24,8 +23,6 @@ TEST_CASE("every model's IR round-trips through text after every pass", "[passes
   REQUIRE(files.size() >= 5);
   for (const auto& f : files) {
     ir::Module m = frontend::compile_file(f);
-    passes::PassRegistry r;
-    passes::register_all_passes(r);
     passes::PipelineOptions o;
     o.verify_each = true;
     int checked = 0;
@@ -39,7 +36,7 @@ TEST_CASE("every model's IR round-trips through text after every pass", "[passes
     };
     check("frontend", m);
     o.after_pass = [&](const std::string& p, const ir::Module& mod, bool) { check(p, mod); };
-    passes::run_pipeline(m, r, o);
+    passes::compile(m, {.pipeline = o});
     CHECK(checked == 1 + static_cast<int>(passes::default_pipeline().size()));
   }
 }
@@ -51,6 +48,6 @@ TEST_CASE("every model's optimized IR equals its golden text", "[passes][golden]
     std::string golden_path = "tests/passes/golden/" + fs::path(f).stem().string() + ".ir";
     INFO("golden " << golden_path << " (regenerate with scripts/update-ir-goldens.sh and review the diff)");
     REQUIRE(fs::exists(golden_path));
-    CHECK(ir::print(m) == test::slurp(golden_path));
+    CHECK(ir::print(m) == test::read_file(golden_path));
   }
 }

@@ -5,7 +5,6 @@
 #include <filesystem>
 #include <random>
 
-#include "filecheck.h"
 #include "ir/parser.h"
 #include "ir/verifier.h"
 #include "pass_test_util.h"
@@ -13,30 +12,13 @@
 #include "passes/target.h"
 #include "runtime/reference/interpreter.h"
 #include "runtime/reference/storage_layout.h"
+#include "tests/support/filecheck.h"
+#include "tests/support/inputs.h"
 
 using namespace dnnc;
 using runtime::Tensor;
 
 namespace {
-
-std::map<std::string, Tensor> random_inputs(const ir::Graph& g, int64_t batch, std::mt19937& rng) {
-  std::map<std::string, Tensor> in;
-  for (ir::ValueId v : g.inputs) {
-    const ir::TensorType& t = g.value(v).type;
-    std::vector<int64_t> shape;
-    for (ir::Dim d : t.shape) shape.push_back(d == ir::kBatch ? batch : d);
-    Tensor x(t.dtype, shape);
-    if (t.dtype == ir::DType::i64) {
-      std::uniform_int_distribution<int64_t> cls(0, 9);
-      for (int64_t i = 0; i < x.numel(); ++i) x.i64()[i] = cls(rng);
-    } else {
-      std::normal_distribution<float> n(0.f, 1.f);
-      for (int64_t i = 0; i < x.numel(); ++i) x.f32()[i] = n(rng);
-    }
-    in[g.value(v).name] = std::move(x);
-  }
-  return in;
-}
 
 int count_layout(const ir::Graph& g, ir::Layout l) {
   int n = 0;
@@ -135,7 +117,7 @@ TEST_CASE("select-layout on the seed CNN: cuda keeps NCHW for a 3-channel image"
 }
 
 TEST_CASE("a target without GEMM transpose flags keeps the transposes", "[passes][layout][cost]") {
-  test::CheckFile f = test::parse_check_file(test::slurp("tests/passes/check/select_layout_fold.ir"));
+  test::CheckFile f = test::parse_check_file(test::read_file("tests/passes/check/select_layout_fold.ir"));
   ir::Module m = ir::parse_module(f.input, "select_layout_fold.ir");
   passes::Target no_flags = passes::cpu_target();
   no_flags.gemm_transpose_flags = false;
@@ -149,7 +131,7 @@ TEST_CASE("a target without GEMM transpose flags keeps the transposes", "[passes
 }
 
 TEST_CASE("folded transposes compute what the transposes computed", "[passes][layout]") {
-  test::CheckFile f = test::parse_check_file(test::slurp("tests/passes/check/select_layout_fold.ir"));
+  test::CheckFile f = test::parse_check_file(test::read_file("tests/passes/check/select_layout_fold.ir"));
   ir::Module before = ir::parse_module(f.input, "select_layout_fold.ir");
   ir::Module after = before;
   passes::LayoutReport report;
@@ -163,7 +145,7 @@ TEST_CASE("folded transposes compute what the transposes computed", "[passes][la
   auto params_a = runtime::reference::init_params(before, 3);
   auto params_b = params_a;
   std::mt19937 rng(5);
-  auto in = random_inputs(*before.graph("forward"), 5, rng);
+  auto in = test::random_inputs(*before.graph("forward"), 5, rng, test::Fill::normal);
   auto out_a = runtime::reference::run_reference(before, *before.graph("forward"), in, params_a);
   auto out_b = runtime::reference::run_reference(after, *after.graph("forward"), in, params_b);
   REQUIRE(out_a.size() == out_b.size());
@@ -182,7 +164,7 @@ TEST_CASE("the reference interpreter runs the NHWC train step exactly like the N
   auto params_b = runtime::reference::init_params(nhwc, 7);
   std::mt19937 rng(11);
   for (int step = 0; step < 3; ++step) {
-    auto batch = random_inputs(*nchw.graph("train_step"), 4, rng);
+    auto batch = test::random_inputs(*nchw.graph("train_step"), 4, rng, test::Fill::normal);
     runtime::reference::ValueTrace trace;
     runtime::reference::StorageTrace stored;
     runtime::reference::RefOptions opts;
@@ -260,7 +242,7 @@ TEST_CASE("no model's compiled graphs contain a standalone transpose or copy ker
 
 TEST_CASE("the standalone-copy check sees a transpose kernel", "[passes][layout]") {
   // The fold file without the pass still has its transposes: the check must count them.
-  test::CheckFile f = test::parse_check_file(test::slurp("tests/passes/check/select_layout_fold.ir"));
+  test::CheckFile f = test::parse_check_file(test::read_file("tests/passes/check/select_layout_fold.ir"));
   ir::Module m = ir::parse_module(f.input, "select_layout_fold.ir");
   CHECK(standalone_copy_kernels(*m.graph("forward")) == 4);
 }

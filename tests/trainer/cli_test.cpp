@@ -14,7 +14,6 @@
 namespace {
 
 using Result = dnnc::test::CliResult;
-using dnnc::test::slurp;
 
 // Runs `dnnc ARGS` from the repository root, capturing stdout and stderr.
 Result run_dnnc(const dnnc::test::TempDir& dir, const std::string& args) {
@@ -54,7 +53,7 @@ TEST_CASE("dnnc train --steps logs JSON lines, saves, and eval/infer read the ch
   CHECK(r.out.find(" (auto: ", device_line) < r.out.find('\n', device_line + 1));
   CHECK(r.out.find("stopped (--steps) after 5 steps") != std::string::npos);
   CHECK(r.out.find("test accuracy: ") != std::string::npos);
-  std::istringstream log(slurp(dir.file("log.jsonl")));
+  std::istringstream log(dnnc::test::read_file(dir.file("log.jsonl")));
   std::string line;
   int steps = 0, epochs = 0;
   while (std::getline(log, line)) {

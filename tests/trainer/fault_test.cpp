@@ -27,8 +27,6 @@ using dnnc::test::TempDir;
 
 namespace {
 
-using dnnc::test::slurp;
-
 // Starts `dnnc ARGS` (stdout and stderr to files in `dir`) with `env` added; returns its pid.
 pid_t spawn_dnnc(const TempDir& dir, const std::string& args, const std::map<std::string, std::string>& env,
                  const std::string& tag) {
@@ -52,8 +50,8 @@ Result run_dnnc(const TempDir& dir, const std::string& args, const std::string& 
   REQUIRE(waitpid(pid, &status, 0) == pid);
   Result r;
   r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = slurp(dir.file(tag + ".out"));
-  r.err = slurp(dir.file(tag + ".err"));
+  r.out = dnnc::test::read_file(dir.file(tag + ".out"));
+  r.err = dnnc::test::read_file(dir.file(tag + ".err"));
   return r;
 }
 
@@ -67,7 +65,7 @@ void synth(const TempDir& dir) {
 // redone after --resume) keeps its last value.
 std::map<int64_t, double> step_losses(const std::string& path) {
   std::map<int64_t, double> out;
-  std::istringstream in(slurp(path));
+  std::istringstream in(dnnc::test::read_file(path));
   for (std::string line; std::getline(in, line);) {
     auto j = nlohmann::json::parse(line);
     if (j["event"] == "step") out[j["step"].get<int64_t>()] = j["loss"].get<double>();
@@ -115,7 +113,7 @@ TEST_CASE("dnnc train killed during a save keeps the previous checkpoint and res
   kill(pid, SIGKILL);
   int status = 0;
   REQUIRE(waitpid(pid, &status, 0) == pid);
-  INFO(slurp(dir.file("killed.out")) << slurp(dir.file("killed.err")));
+  INFO(dnnc::test::read_file(dir.file("killed.out")) << dnnc::test::read_file(dir.file("killed.err")));
   REQUIRE(in_second_save);
   CHECK(WIFSIGNALED(status));
   CHECK(fs::exists(partial));  // the partial write is in the temporary file, not the checkpoint
@@ -192,7 +190,7 @@ TEST_CASE("dnnc train --resume with a training state of other shapes names the t
   CHECK(r.err.find("(expected f32[10], found f32[2,5])") != std::string::npos);
 
   // A training state that is cut short is refused too, and the file is named.
-  const std::string bytes = slurp(state_path);
+  const std::string bytes = dnnc::test::read_file(state_path);
   std::ofstream(state_path, std::ios::binary | std::ios::trunc).write(bytes.data(), bytes.size() / 2);
   Result cut = run_dnnc(dir, train + " --resume " + dir.file("ck.safetensors"), "cut");
   INFO(cut.out << cut.err);

@@ -21,7 +21,6 @@
 namespace {
 
 using Result = dnnc::test::CliResult;
-using dnnc::test::slurp;
 
 // The fake cuda plugin, wrapping the reference backend.
 const std::string kFakeCuda =
@@ -50,7 +49,7 @@ std::string train_args(const dnnc::test::TempDir& dir, const std::string& name, 
 // The log without the timings: step lines (epoch, batch, step, loss), epoch lines (epoch, step,
 // loss, test accuracy).
 std::vector<std::string> log_lines(const std::string& path) {
-  std::istringstream in(slurp(path));
+  std::istringstream in(dnnc::test::read_file(path));
   std::vector<std::string> lines;
   std::string line;
   while (std::getline(in, line)) {
@@ -74,7 +73,7 @@ void check_same_checkpoint(const dnnc::test::TempDir& dir, const std::string& a,
       {sa, sb}, {dnnc::runtime::training_state_path(sa), dnnc::runtime::training_state_path(sb)}};
   for (const auto& [fa, fb] : files) {
     INFO(fa << " vs " << fb);
-    std::string ca = slurp(fa), cb = slurp(fb);
+    std::string ca = dnnc::test::read_file(fa), cb = dnnc::test::read_file(fb);
     CHECK(!ca.empty());
     CHECK(ca == cb);
   }

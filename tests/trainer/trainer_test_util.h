@@ -14,10 +14,11 @@
 #include <vector>
 
 #include "frontend/frontend.h"
-#include "passes/pass_manager.h"
+#include "passes/compile.h"
 #include "runtime/backend.h"
 #include "runtime/data/synth_cifar.h"
 #include "runtime/reference/interpreter.h"
+#include "tests/support/files.h"
 
 namespace dnnc::test {
 
@@ -28,9 +29,7 @@ inline constexpr const char* kTinyBn = "tests/trainer/tiny_bn.dnn";
 inline ir::Module compile_for_training(const std::string& path, std::optional<double> lr = std::nullopt) {
   ir::Module m = frontend::compile_file(path);
   if (lr) m.train.optimizer.attrs["lr"] = *lr;
-  passes::PassRegistry registry;
-  passes::register_all_passes(registry);
-  passes::run_pipeline(m, registry, {});
+  passes::compile(m);
   return m;
 }
 
@@ -65,14 +64,6 @@ struct TempDir {
   std::string file(const std::string& name) const { return (path / name).string(); }
 };
 
-/// The whole file, bytes as they are ("" if it cannot be read).
-inline std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 /// What a run of the dnnc binary gave: exit code (-1 if it did not exit), stdout, stderr.
 struct CliResult {
   int code = -1;
@@ -88,8 +79,8 @@ inline CliResult run_cli(const std::string& binary, const TempDir& dir, const st
   int status = std::system(cmd.c_str());
   CliResult r;
   r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = slurp(out);
-  r.err = slurp(err);
+  r.out = read_file(out);
+  r.err = read_file(err);
   return r;
 }
 
