@@ -58,40 +58,6 @@ int run_compile_pipeline(ir::Module& m, const CompileOptions& o, passes::Pipelin
   return 0;
 }
 
-// The CUDA C of a program, preceded by a comment listing each kernel's launch and each GEMM
-// (which the runtime runs with cuBLASLt, so it has no source here).
-std::string cuda_file(const codegen::Program& p) {
-  codegen::CudaProgram cp = codegen::print_program_cuda(p);
-  std::string head = fmt::format("// {}.{} at batch {}: {} kernels; launch order:\n", p.module_name, p.graph_name,
-                                 p.batch, cp.kernels.size());
-  for (size_t s = 0; s < p.steps.size(); ++s) {
-    const codegen::Step& st = p.steps[s];
-    int k = cp.step_kernel[s];
-    if (st.kind == codegen::Step::Kind::gemm) {
-      const codegen::GemmCall& g = st.gemm;
-      if (k >= 0) head += fmt::format("//   {} (bias fill)\n", cp.kernels[k].name);
-      const codegen::CudaGemmAct& act = cp.step_act[s];
-      std::string epilogue = codegen::cuda_lt_act_name(act.act, codegen::cuda_gemm_bias_epilogue(g));
-      if (act.mask >= 0) epilogue += fmt::format(" mask {}", act.mask);
-      head +=
-          fmt::format("//   cuBLASLt GEMM m={} n={} k={}{}{}{} epilogue {}\n", g.m, g.n, g.k, g.trans_a ? " A^T" : "",
-                      g.trans_b ? " B^T" : "", g.batch > 1 ? fmt::format(" batch={}", g.batch) : "", epilogue);
-      // Kernels the cuBLASLt epilogue replaces run only where cuBLASLt has no algorithm for it.
-      const char* instead = act.act != codegen::CudaLtAct::none ? ", unless cuBLASLt does it" : "";
-      if (cp.step_epilogue[s] >= 0)
-        head += fmt::format("//   {} (epilogue{})\n", cp.kernels[cp.step_epilogue[s]].name, instead);
-      if (cp.step_col_sums[s] >= 0)
-        head += fmt::format("//   {} (column sums{})\n", cp.kernels[cp.step_col_sums[s]].name,
-                            act.act == codegen::CudaLtAct::drelu_bgrad ? instead : "");
-    } else if (k >= 0) {
-      const codegen::CudaKernel& ck = cp.kernels[k];
-      head += fmt::format("//   {} <<<{}, {}>>> ({})\n", ck.name, ck.launch.grid, ck.launch.block,
-                          codegen::cuda_mapping_name(ck.mapping));
-    }
-  }
-  return head + "\n" + cp.source;
-}
-
 int run_compile(const CompileOptions& o) {
   ir::Module m = load_module(o.file);
   ir::verify(m);
@@ -119,7 +85,7 @@ int run_compile(const CompileOptions& o) {
     }
     std::string source;
     if (o.emit == "cuda") {
-      source = cuda_file(codegen::lower_graph(m, *g, batch, codegen::cuda_lower_options()));
+      source = codegen::print_cuda_file(codegen::lower_graph(m, *g, batch, codegen::cuda_lower_options()));
     } else if (o.emit == "kir") {
       const bool cuda = o.target == "cuda";
       codegen::Program p =

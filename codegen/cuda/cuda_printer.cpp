@@ -465,4 +465,36 @@ CudaProgram print_program_cuda(const Program& p) {
   return cp;
 }
 
+std::string print_cuda_file(const Program& p) {
+  CudaProgram cp = print_program_cuda(p);
+  std::string head = fmt::format("// {}.{} at batch {}: {} kernels; launch order:\n", p.module_name, p.graph_name,
+                                 p.batch, cp.kernels.size());
+  for (size_t s = 0; s < p.steps.size(); ++s) {
+    const Step& st = p.steps[s];
+    int k = cp.step_kernel[s];
+    if (st.kind == Step::Kind::gemm) {
+      const GemmCall& g = st.gemm;
+      if (k >= 0) head += fmt::format("//   {} (bias fill)\n", cp.kernels[k].name);
+      const CudaGemmAct& act = cp.step_act[s];
+      std::string epilogue = cuda_lt_act_name(act.act, cuda_gemm_bias_epilogue(g));
+      if (act.mask >= 0) epilogue += fmt::format(" mask {}", act.mask);
+      head +=
+          fmt::format("//   cuBLASLt GEMM m={} n={} k={}{}{}{} epilogue {}\n", g.m, g.n, g.k, g.trans_a ? " A^T" : "",
+                      g.trans_b ? " B^T" : "", g.batch > 1 ? fmt::format(" batch={}", g.batch) : "", epilogue);
+      // Kernels the cuBLASLt epilogue replaces run only where cuBLASLt has no algorithm for it.
+      const char* instead = act.act != CudaLtAct::none ? ", unless cuBLASLt does it" : "";
+      if (cp.step_epilogue[s] >= 0)
+        head += fmt::format("//   {} (epilogue{})\n", cp.kernels[cp.step_epilogue[s]].name, instead);
+      if (cp.step_col_sums[s] >= 0)
+        head += fmt::format("//   {} (column sums{})\n", cp.kernels[cp.step_col_sums[s]].name,
+                            act.act == CudaLtAct::drelu_bgrad ? instead : "");
+    } else if (k >= 0) {
+      const CudaKernel& ck = cp.kernels[k];
+      head += fmt::format("//   {} <<<{}, {}>>> ({})\n", ck.name, ck.launch.grid, ck.launch.block,
+                          cuda_mapping_name(ck.mapping));
+    }
+  }
+  return head + "\n" + cp.source;
+}
+
 }  // namespace dnnc::codegen

@@ -117,8 +117,15 @@ const CDialect& cuda_dialect();
 std::string cuda_float_literal(float v);
 std::string cuda_double_literal(double v);
 
-/// The CUDA source of program `p`. Deterministic. Throws std::runtime_error naming the kernel
-/// if a KernelIR node has a kind this printer does not know (a newer KernelIR): never silent.
+/// What `dnnc compile --emit=cuda` writes: the source of print_program_cuda(p), preceded by a
+/// comment listing the launch order (each kernel with its grid, block and mapping, each GEMM
+/// with the cuBLASLt epilogue planned for it and the kernels that epilogue may replace).
+std::string print_cuda_file(const Program& p);
+
+/// The CUDA source of program `p`, each kernel rendered from its thread mapping
+/// (plan_cuda_kernel). Deterministic. A KernelIR node kind this printer does not know, or a
+/// program the cuda lowering options would not make (a step-dependent GEMM scaling), is an
+/// InternalError naming the kernel or step: never silent.
 CudaProgram print_program_cuda(const Program& p);
 
 }  // namespace dnnc::codegen
