@@ -95,6 +95,7 @@ std::unique_ptr<runtime::Backend> choose_device(const DeviceOptions& o, std::ost
   runtime::register_builtin_backends(registry);
   runtime::BackendOptions options;
   options.tf32 = o.tf32;
+  options = runtime::backend_options_from_env(std::move(options));  // $DNNC_CUBLASLT_*, documented in docs/cuda.md
   runtime::BackendChoice choice = runtime::select_backend(registry, o.device, options);
   out << choice.message << std::endl;  // flushed: a warning on std::cerr follows it
   if (o.tf32 && choice.backend->name() != "cuda")

@@ -10,6 +10,7 @@
 
 #include "cli/cmd_setup.h"
 #include "cli/commands.h"
+#include "cli/test_seams.h"
 #include "runtime/reference/interpreter.h"
 #include "runtime/trainer/jsonl_log.h"
 #include "runtime/trainer/progress.h"
@@ -62,6 +63,7 @@ int run_train(const TrainCliOptions& o) {
   topt.std = m.train.data.std;
   topt.save_path = o.save;
   topt.metrics_every = o.metrics_every;
+  topt.save_hooks = test_save_hooks();
 
   runtime::ParamStore params = runtime::reference::init_params(m, topt.seed);
   runtime::TrainPosition start;

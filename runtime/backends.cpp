@@ -31,11 +31,40 @@ void register_builtin_backends(BackendRegistry& registry) {
                 [](const BackendOptions&) { return cpu::make_cpu_backend(); }});
   // The cuda plugin (libdnnc_cuda.so), dlopened on first use; see runtime/cuda/plugin_loader.h.
   registry.add({"cuda", [] { return cuda::cuda_backend_unavailable_reason(); },
-                [](const BackendOptions& o) {
-                  cuda::CudaOptions co;
-                  co.tf32 = o.tf32;
-                  return cuda::make_cuda_backend(co);
-                }});
+                [](const BackendOptions& o) { return cuda::make_cuda_backend(cuda_options(o)); }});
+}
+
+cuda::CudaOptions cuda_options(const BackendOptions& o) {
+  check_backend_options(o);
+  cuda::CudaOptions co;
+  co.tf32 = o.tf32;
+  co.epilogues = o.cublaslt_epilogues == "off"   ? cuda::CudaOptions::Epilogues::off
+                 : o.cublaslt_epilogues == "log" ? cuda::CudaOptions::Epilogues::log
+                                                 : cuda::CudaOptions::Epilogues::on;
+  co.gemm_algo = o.gemm_algo == "tune" ? cuda::CudaOptions::GemmAlgo::tune : cuda::CudaOptions::GemmAlgo::heuristic;
+  return co;
+}
+
+void check_backend_options(const BackendOptions& o) {
+  if (o.cublaslt_epilogues != "on" && o.cublaslt_epilogues != "off" && o.cublaslt_epilogues != "log")
+    throw std::invalid_argument(fmt::format("cuBLASLt epilogues '{}': expected on, off or log", o.cublaslt_epilogues));
+  if (o.gemm_algo != "heuristic" && o.gemm_algo != "tune")
+    throw std::invalid_argument(fmt::format("GEMM algorithm choice '{}': expected heuristic or tune", o.gemm_algo));
+}
+
+BackendOptions backend_options_from_env(BackendOptions options) {
+  if (const char* e = std::getenv("DNNC_CUBLASLT_EPILOGUES"); e && *e) {
+    options.cublaslt_epilogues = e;
+    if (options.cublaslt_epilogues != "on" && options.cublaslt_epilogues != "off" &&
+        options.cublaslt_epilogues != "log")
+      throw std::invalid_argument(fmt::format("DNNC_CUBLASLT_EPILOGUES is '{}'; expected on, off or log", e));
+  }
+  if (const char* e = std::getenv("DNNC_CUBLASLT_ALGO"); e && *e) {
+    options.gemm_algo = e;
+    if (options.gemm_algo != "heuristic" && options.gemm_algo != "tune")
+      throw std::invalid_argument(fmt::format("DNNC_CUBLASLT_ALGO is '{}'; expected heuristic or tune", e));
+  }
+  return options;
 }
 
 const std::vector<std::string>& device_preference() {

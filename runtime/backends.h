@@ -7,14 +7,28 @@
 #include <vector>
 
 #include "runtime/backend.h"
+#include "runtime/cuda/plugin_api.h"
 
 namespace dnnc::runtime {
 
 /// Settings handed to the backend being created (from `dnnc train --tf32` etc.). Each backend
-/// reads the fields that concern it and ignores the rest.
+/// reads the fields that concern it and ignores the rest; no backend reads the environment.
 struct BackendOptions {
-  bool tf32 = false;  // cuda: GEMMs in TF32 (CudaOptions::tf32); other backends: ignored
+  bool tf32 = false;                      // cuda: GEMMs in TF32 (CudaOptions::tf32)
+  std::string cublaslt_epilogues = "on";  // cuda: on, off or log (CudaOptions::epilogues)
+  std::string gemm_algo = "heuristic";    // cuda: heuristic or tune (CudaOptions::gemm_algo)
 };
+
+/// `options` with the fields the environment sets: $DNNC_CUBLASLT_EPILOGUES (on|off|log) and
+/// $DNNC_CUBLASLT_ALGO (heuristic|tune), for the front ends (the CLI, the GPU benchmark) that
+/// document them. Throws std::invalid_argument naming the variable for any other value.
+BackendOptions backend_options_from_env(BackendOptions options);
+
+/// Throws std::invalid_argument naming the field if an option has a value no backend knows.
+void check_backend_options(const BackendOptions& options);
+
+/// The cuda backend's options for `options` (checked as check_backend_options does).
+cuda::CudaOptions cuda_options(const BackendOptions& options);
 
 struct BackendFactory {
   std::string name;  // the --device name: "reference", "cpu", "cuda"

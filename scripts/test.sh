@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds dnnc (installing dependencies if needed) and runs the whole test suite with CTest, then
-# builds it again with AddressSanitizer + UndefinedBehaviorSanitizer into build-asan/ and runs
-# the whole suite there too (docs/reliability.md). DNNC_TEST_SANITIZE=0 skips the second pass.
+# builds it again with AddressSanitizer + UndefinedBehaviorSanitizer and every internal check
+# into build-asan/ and runs the whole suite there too (docs/reliability.md). DNNC_TEST_SANITIZE=0
+# skips the second pass.
 # Extra arguments go to both ctest runs. `--no-tests=error` makes a test binary that fails to
 # start (and so lists no tests) a failure.
 set -uo pipefail
@@ -14,11 +15,14 @@ status=$?
 echo "test.sh: normal build: ctest exit $status in $((SECONDS - start)) s"
 [ "${DNNC_TEST_SANITIZE:-1}" = 0 ] && exit "$status"
 
-# The sanitizer build: -O1 keeps it quick to compile; a UBSan report aborts the test
-# (-fno-sanitize-recover, set by DNNC_SANITIZE); leaks fail too. Kernels that the cpu backend
-# JIT-compiles at run time are not sanitized (built by the system compiler, then dlopen'ed).
+# The sanitizer build, which is also the one with every internal check on: -O1 keeps it quick
+# to compile; a UBSan report aborts the test (-fno-sanitize-recover, set by DNNC_SANITIZE);
+# leaks fail too; DNNC_EXPENSIVE_CHECKS adds the expensive invariants (the IR verifier around
+# every pass, the kernel IR verifier's proofs that parallel loops are race-free). Kernels that
+# the cpu backend JIT-compiles at run time are not sanitized (built by the system compiler,
+# then dlopen'ed).
 start=$SECONDS
-DNNC_BUILD_DIR=build-asan scripts/build.sh -DDNNC_SANITIZE=address,undefined \
+DNNC_BUILD_DIR=build-asan scripts/build.sh -DDNNC_SANITIZE=address,undefined -DDNNC_EXPENSIVE_CHECKS=ON \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g -DNDEBUG" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g -DNDEBUG" || exit 1
 echo "test.sh: sanitizer build: built in $((SECONDS - start)) s"
 start=$SECONDS

@@ -20,9 +20,10 @@
 
 #include "frontend/frontend.h"
 #include "passes/compile.h"
-#include "runtime/data/random_inputs.h"
+#include "runtime/backends.h"
 #include "runtime/cuda/plugin_api.h"
 #include "runtime/cuda/plugin_loader.h"
+#include "runtime/data/random_inputs.h"
 #include "runtime/reference/interpreter.h"
 
 using namespace dnnc;
@@ -92,7 +93,7 @@ int run(int argc, char** argv) {
   int64_t samples = 60000, every = 50, epochs = 1;
   std::string label = "dnnc";  // the JSON line's "impl" (e.g. an A/B variant's name)
   std::string kernels_file;
-  runtime::cuda::CudaOptions opt;
+  runtime::BackendOptions backend;
   for (int i = 3; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&] {
@@ -106,7 +107,7 @@ int run(int argc, char** argv) {
     else if (a == "--epochs")
       epochs = next();
     else if (a == "--tf32")
-      opt.tf32 = true;
+      backend.tf32 = true;
     else if (a == "--label" && i + 1 < argc)
       label = argv[++i];
     else if (a == "--kernels" && i + 1 < argc)
@@ -120,8 +121,10 @@ int run(int argc, char** argv) {
   ir::Module m = frontend::compile_file(model);
   passes::compile(m);
   runtime::reference::ParamStore params = runtime::reference::init_params(m, 1);
-  auto backend = runtime::cuda::make_cuda_backend(opt);
-  auto exe = backend->compile(m, "train_step", params, batch);
+  // $DNNC_CUBLASLT_EPILOGUES and $DNNC_CUBLASLT_ALGO set the A/B variants (scripts/gpu-check.sh).
+  const runtime::cuda::CudaOptions opt = runtime::cuda_options(runtime::backend_options_from_env(backend));
+  auto cuda = runtime::cuda::make_cuda_backend(opt);
+  auto exe = cuda->compile(m, "train_step", params, batch);
   auto resident = reinterpret_cast<dnnc_cuda_resident_fn>(runtime::cuda::cuda_plugin_symbol("dnnc_cuda_resident"));
   runtime::cuda::ResidentTrainer* trainer = resident ? resident(exe.get()) : nullptr;
   if (!trainer) throw std::runtime_error("the cuda plugin has no resident trainer for this graph");

@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <bit>
 #include <cerrno>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -15,7 +14,6 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <stdexcept>
-#include <thread>
 
 #include "runtime/checkpoint/atomic_file.h"
 
@@ -38,17 +36,6 @@ struct FileCloser {
   void operator()(std::FILE* f) const noexcept { std::fclose(f); }
 };
 using FilePtr = std::unique_ptr<std::FILE, FileCloser>;
-
-// Fault injection for tests (tests/trainer/fault_test.cpp, docs/reliability.md): with
-// DNNC_TEST_SLOW_SAVE_MS=N, every save pauses N ms halfway through its tensor data, so a test
-// can SIGKILL the writer while a partial temporary file exists. Read once; 0 when unset.
-int test_slow_save_ms() {
-  static const int ms = [] {
-    const char* s = std::getenv("DNNC_TEST_SLOW_SAVE_MS");
-    return s ? std::max(0, std::atoi(s)) : 0;
-  }();
-  return ms;
-}
 
 const char* safetensors_dtype(ir::DType t) { return t == ir::DType::f32 ? "F32" : "I64"; }
 
@@ -201,7 +188,7 @@ SafetensorsFile read_safetensors_file(const std::string& path) {
 NamedTensors read_safetensors(const std::string& path) { return read_safetensors_file(path).tensors; }
 
 void write_safetensors(const std::string& path, const NamedTensors& tensors,
-                       const std::map<std::string, std::string>& metadata) {
+                       const std::map<std::string, std::string>& metadata, const SaveHooks* hooks) {
   auto fail = [&](const std::string& what) { return std::runtime_error(fmt::format("{}: {}", path, what)); };
   std::vector<const std::pair<std::string, Tensor>*> order;
   for (const auto& nt : tensors) {
@@ -232,8 +219,7 @@ void write_safetensors(const std::string& path, const NamedTensors& tensors,
   out.write(len_bytes, 8);
   out.write(text.data(), text.size());
   for (size_t i = 0; i < order.size(); ++i) {
-    if (i == order.size() / 2 && test_slow_save_ms() > 0)
-      std::this_thread::sleep_for(std::chrono::milliseconds(test_slow_save_ms()));
+    if (i == order.size() / 2 && hooks && hooks->halfway) hooks->halfway();
     out.write(order[i]->second.data(), order[i]->second.nbytes());
   }
   out.commit();

@@ -2,6 +2,7 @@
 // little-endian header length N, N bytes of JSON {name: {dtype, shape, data_offsets}, "__metadata__":
 // {str: str}}, then the tensor bytes. dnnc reads and writes F32 and I64 tensors.
 #pragma once
+#include <functional>
 #include <map>
 #include <string>
 #include <utility>
@@ -38,7 +39,11 @@ NamedTensors read_safetensors(const std::string& path);
 /// header is padded with spaces so the data starts 8-byte aligned. Throws std::runtime_error
 /// naming the file if a name is empty, repeated or "__metadata__", a tensor holds no data, or
 /// the file cannot be written (the old file is then untouched).
+/// `hooks` is the test seam (fault injection, tests/trainer/fault_test.cpp): nullptr in use.
+struct SaveHooks {
+  std::function<void()> halfway;  // called halfway through the tensor data, before the rest
+};
 void write_safetensors(const std::string& path, const NamedTensors& tensors,
-                       const std::map<std::string, std::string>& metadata = {});
+                       const std::map<std::string, std::string>& metadata = {}, const SaveHooks* hooks = nullptr);
 
 }  // namespace dnnc::runtime

@@ -82,28 +82,16 @@ struct Context {
   GemmOptions gemm;
   KernelCache cache;
 
-  bool log_epilogues = false;  // $DNNC_CUBLASLT_EPILOGUES=log: one stderr line per GEMM plan
-  bool tune_gemms = false;     // $DNNC_CUBLASLT_ALGO=tune: time the heuristic's candidates, keep the fastest
+  bool log_epilogues = false;  // CudaOptions::Epilogues::log: one stderr line per GEMM plan
+  bool tune_gemms = false;     // CudaOptions::GemmAlgo::tune: time the heuristic's candidates, keep the fastest
 
-  explicit Context(const dnnc_cuda_options& o) : cache(o.cache_dir ? o.cache_dir : "") {
-    gemm.tf32 = o.tf32 != 0;
-    if (const char* e = std::getenv("DNNC_CUBLASLT_EPILOGUES"); e && *e) {
-      std::string v = e;
-      if (v == "off")
-        gemm.activation_epilogues = false;
-      else if (v == "log")
-        log_epilogues = true;
-      else if (v != "on")
-        throw std::runtime_error(fmt::format("DNNC_CUBLASLT_EPILOGUES is '{}'; expected on, off or log", v));
-    }
-    if (const char* e = std::getenv("DNNC_CUBLASLT_ALGO"); e && *e) {
-      std::string v = e;
-      if (v == "tune") {
-        tune_gemms = true;
-        gemm.candidates = kTuneCandidates;
-      } else if (v != "heuristic") {
-        throw std::runtime_error(fmt::format("DNNC_CUBLASLT_ALGO is '{}'; expected heuristic or tune", v));
-      }
+  explicit Context(const CudaOptions& o) : cache(o.cache_dir) {
+    gemm.tf32 = o.tf32;
+    gemm.activation_epilogues = o.epilogues != CudaOptions::Epilogues::off;
+    log_epilogues = o.epilogues == CudaOptions::Epilogues::log;
+    if (o.gemm_algo == CudaOptions::GemmAlgo::tune) {
+      tune_gemms = true;
+      gemm.candidates = kTuneCandidates;
     }
     DNNC_CUDA_CHECK(cudaGetDevice(&device));
     cudaDeviceProp prop{};
@@ -681,7 +669,7 @@ class CudaExecutable final : public Executable, public ResidentTrainer, public K
 
 class CudaBackend final : public Backend {
  public:
-  explicit CudaBackend(const dnnc_cuda_options& o) : ctx_(std::make_shared<Context>(o)) {}
+  explicit CudaBackend(const CudaOptions& o) : ctx_(std::make_shared<Context>(o)) {}
   std::string name() const override { return "cuda"; }
 
   std::unique_ptr<Executable> compile(const ir::Module& module, const std::string& graph, ParamStore& params,
@@ -696,11 +684,6 @@ class CudaBackend final : public Backend {
   std::shared_ptr<Context> ctx_;
 };
 
-std::string& last_error() {
-  static std::string e;
-  return e;
-}
-
 }  // namespace
 
 }  // namespace dnnc::runtime::cuda
@@ -709,27 +692,27 @@ extern "C" {
 
 __attribute__((visibility("default"))) int dnnc_cuda_plugin_abi(void) { return DNNC_CUDA_PLUGIN_ABI; }
 
-__attribute__((visibility("default"))) const char* dnnc_cuda_probe(void) {
-  static std::string why;
+__attribute__((visibility("default"))) bool dnnc_cuda_probe(std::string* why) {
   int count = 0;  // cudaGetDeviceCount leaves it unwritten on failure
   cudaError_t e = cudaGetDeviceCount(&count);
   if (e != cudaSuccess) {
-    why = "cudaGetDeviceCount failed: " + dnnc::runtime::cuda::cuda_error_text(e);
-    if (e == cudaErrorInsufficientDriver) why += " (no usable NVIDIA driver)";
-    return why.c_str();
+    *why = "cudaGetDeviceCount failed: " + dnnc::runtime::cuda::cuda_error_text(e);
+    if (e == cudaErrorInsufficientDriver) *why += " (no usable NVIDIA driver)";
+    return false;
   }
-  if (count < 1) return "no CUDA device found";
-  return "";
+  if (count < 1) {
+    *why = "no CUDA device found";
+    return false;
+  }
+  return true;
 }
 
-__attribute__((visibility("default"))) dnnc::runtime::Backend* dnnc_cuda_create(const dnnc_cuda_options* options,
-                                                                                const char** error) {
+__attribute__((visibility("default"))) dnnc::runtime::Backend* dnnc_cuda_create(
+    const dnnc::runtime::cuda::CudaOptions* options, std::string* error) {
   try {
-    dnnc_cuda_options o = options ? *options : dnnc_cuda_options{0, nullptr};
-    return new dnnc::runtime::cuda::CudaBackend(o);
+    return new dnnc::runtime::cuda::CudaBackend(options ? *options : dnnc::runtime::cuda::CudaOptions{});
   } catch (const std::exception& ex) {
-    dnnc::runtime::cuda::last_error() = ex.what();
-    if (error) *error = dnnc::runtime::cuda::last_error().c_str();
+    *error = ex.what();
     return nullptr;
   }
 }

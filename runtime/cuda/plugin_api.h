@@ -15,21 +15,34 @@ class Tensor;
 }  // namespace dnnc::runtime
 
 /// Bumped when anything below changes; the core refuses a plugin with another value.
-#define DNNC_CUDA_PLUGIN_ABI 2
+#define DNNC_CUDA_PLUGIN_ABI 3
 
-extern "C" {
+namespace dnnc::runtime::cuda {
 
-struct dnnc_cuda_options {
-  int tf32;               // 1: GEMMs in TF32 (CUBLAS_COMPUTE_32F_FAST_TF32); 0: exact fp32
-  const char* cache_dir;  // kernel cache directory; nullptr or "": $DNNC_CACHE_DIR or ~/.cache/dnnc
+/// How the cuda backend is made (runtime::BackendOptions carries the same choices). The
+/// backend reads nothing else: no environment variable, no global.
+struct CudaOptions {
+  bool tf32 = false;      // GEMMs in TF32 (CUBLAS_COMPUTE_32F_FAST_TF32, ~1e-3 relative error)
+  std::string cache_dir;  // kernel cache directory; empty: the default (runtime/cpu/jit_cache.h)
+  /// cuBLASLt activation epilogues (RELU_AUX_BIAS, DRELU_BGRAD, ...): on, off (every activation
+  /// runs as its generated kernel), or log (on, and one stderr line per GEMM plan).
+  enum class Epilogues : uint8_t { on, off, log };
+  Epilogues epilogues = Epilogues::on;
+  /// GEMM algorithms: the heuristic's first pick (the same every run), or tune: time up to 8
+  /// of its candidates before the first step and keep the fastest.
+  enum class GemmAlgo : uint8_t { heuristic, tune };
+  GemmAlgo gemm_algo = GemmAlgo::heuristic;
 };
 
+}  // namespace dnnc::runtime::cuda
+
+extern "C" {
 typedef int (*dnnc_cuda_abi_fn)(void);
-/// Empty string if a CUDA device can be used, else one line saying why not (static storage).
-typedef const char* (*dnnc_cuda_probe_fn)(void);
-/// A new CudaBackend; nullptr on failure with the reason in *error (static storage, until the
-/// next call).
-typedef dnnc::runtime::Backend* (*dnnc_cuda_create_fn)(const dnnc_cuda_options* options, const char** error);
+/// True if a CUDA device can be used; else false with one line saying why in *why.
+typedef bool (*dnnc_cuda_probe_fn)(std::string* why);
+/// A new CudaBackend; nullptr on failure with the reason in *error.
+typedef dnnc::runtime::Backend* (*dnnc_cuda_create_fn)(const dnnc::runtime::cuda::CudaOptions* options,
+                                                       std::string* error);
 }
 
 namespace dnnc::runtime::cuda {
@@ -58,11 +71,11 @@ class ResidentTrainer {
 /// One generated kernel's cost, measured on its own (KernelProfiler).
 struct KernelTime {
   std::string name;
-  std::string mapping;     // codegen::cuda_mapping_name
-  int64_t min_bytes = 0;   // codegen::CudaKernel::min_bytes
-  bool launched = true;    // false: a cuBLASLt epilogue does its work, the step does not launch it
-  bool failed = false;     // the kernel set the error flag while timed (it returned early): unreliable
-  double us = 0;           // median time per launch
+  std::string mapping;    // codegen::cuda_mapping_name
+  int64_t min_bytes = 0;  // codegen::CudaKernel::min_bytes
+  bool launched = true;   // false: a cuBLASLt epilogue does its work, the step does not launch it
+  bool failed = false;    // the kernel set the error flag while timed (it returned early): unreliable
+  double us = 0;          // median time per launch
 };
 
 /// Per-kernel timing of an Executable made by the plugin's backend (through the plugin's

@@ -82,17 +82,17 @@ std::vector<std::string> plugin_search_dirs() {
 std::string cuda_backend_unavailable_reason() {
   Plugin& p = plugin();
   if (!p.error.empty()) return p.error;
-  const char* why = p.probe();
-  return why ? why : "";
+  std::string why;
+  if (p.probe(&why)) return "";
+  return why.empty() ? "the plugin found no usable CUDA device" : why;
 }
 
 std::unique_ptr<Backend> make_cuda_backend(const CudaOptions& options) {
   std::string why = cuda_backend_unavailable_reason();
   if (!why.empty()) throw std::runtime_error("cuda backend: " + why);
-  dnnc_cuda_options o{options.tf32 ? 1 : 0, options.cache_dir.c_str()};
-  const char* error = nullptr;
-  Backend* b = plugin().create(&o, &error);
-  if (!b) throw std::runtime_error(fmt::format("cuda backend: {}", error ? error : "creation failed"));
+  std::string error;
+  Backend* b = plugin().create(&options, &error);
+  if (!b) throw std::runtime_error(fmt::format("cuda backend: {}", error.empty() ? "creation failed" : error));
   return std::unique_ptr<Backend>(b);
 }
 

@@ -7,16 +7,9 @@
 #include <vector>
 
 #include "runtime/backend.h"
+#include "runtime/cuda/plugin_api.h"
 
 namespace dnnc::runtime::cuda {
-
-class ResidentTrainer;  // runtime/cuda/plugin_api.h
-class KernelProfiler;   // runtime/cuda/plugin_api.h
-
-struct CudaOptions {
-  bool tf32 = false;      // GEMMs in TF32 (faster, ~1e-3 relative error); off: exact fp32
-  std::string cache_dir;  // empty: the default kernel cache directory
-};
 
 /// The directories searched for the plugin, in order.
 std::vector<std::string> plugin_search_dirs();

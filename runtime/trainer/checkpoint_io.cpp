@@ -127,15 +127,15 @@ std::string training_state_path(const std::string& path) {
 }
 
 void save_checkpoint(const std::string& path, const ir::Module& m, const ParamStore& params, const TrainPosition& pos,
-                     const RunInfo& run) {
+                     const RunInfo& run, const SaveHooks* hooks) {
   // The training state first: a crash between the two writes leaves a resumable pair.
   auto train_meta = position_metadata(m, pos, "training_state");
   train_meta["batch"] = std::to_string(run.batch);
   train_meta["seed"] = std::to_string(run.seed);
   train_meta["shuffle"] = run.shuffle ? "true" : "false";
   train_meta["optimizer"] = m.train.optimizer.kind;
-  write_safetensors(training_state_path(path), training_state(m, params), train_meta);
-  write_safetensors(path, state_dict(m, params), position_metadata(m, pos, "state_dict"));
+  write_safetensors(training_state_path(path), training_state(m, params), train_meta, hooks);
+  write_safetensors(path, state_dict(m, params), position_metadata(m, pos, "state_dict"), hooks);
 }
 
 TrainPosition load_checkpoint(const std::string& path, const ir::Module& m, const RunInfo& run, ParamStore& params) {

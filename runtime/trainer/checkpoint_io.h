@@ -53,8 +53,9 @@ std::string training_state_path(const std::string& path);
 /// Writes `path` (the state_dict; metadata: format, model, position) and
 /// training_state_path(path) (every param; metadata: position, run info, optimizer), each
 /// atomically. Throws std::runtime_error naming the file if one cannot be written.
+/// `hooks` (a test seam, see write_safetensors) apply to both files.
 void save_checkpoint(const std::string& path, const ir::Module& m, const ParamStore& params, const TrainPosition& pos,
-                     const RunInfo& run);
+                     const RunInfo& run, const SaveHooks* hooks = nullptr);
 
 /// Loads a checkpoint for --resume: reads training_state_path(path) (or `path` itself if it
 /// already is a training-state file), checks it was written for this model and this run's

@@ -88,7 +88,7 @@ TrainResult train(ExecutableCache& cache, const Dataset& train_set, const Datase
   auto save = [&] {
     if (o.save_path.empty()) return;
     auto t0 = Clock::now();
-    save_checkpoint(o.save_path, m, cache.params(), r.end, run_info);
+    save_checkpoint(o.save_path, m, cache.params(), r.end, run_info, o.save_hooks);
     r.time.checkpoint += since(t0);
   };
   auto run_eval = [&] {

@@ -27,9 +27,10 @@ struct TrainOptions {
   bool shuffle = true;    // false: every epoch in data set order
   int64_t max_steps = 0;  // stop after this many steps of this run; 0: no limit
   int64_t eval_batch = 500;
-  std::vector<double> mean, std;  // per-channel input normalization
-  std::string save_path;          // non-empty: save_checkpoint at every epoch end and at a --steps stop
-  int64_t metrics_every = 50;     // cuda resident training: steps per device call (host reads losses)
+  std::vector<double> mean, std;          // per-channel input normalization
+  std::string save_path;                  // non-empty: save_checkpoint at every epoch end and at a --steps stop
+  int64_t metrics_every = 50;             // cuda resident training: steps per device call (host reads losses)
+  const SaveHooks* save_hooks = nullptr;  // test seam for checkpoint writes (write_safetensors)
 };
 
 /// Seconds spent in each part of a run.

@@ -186,19 +186,36 @@ TEST_CASE("train, eval and infer: --tf32 reaches the cuda plugin and the device 
           "[cli][tf32]") {
   Result r = run_env(fake_cuda(), train_args("--device cuda --tf32"));
   INFO(r.out);
-  CHECK_THAT(r.out, Catch::Contains("fake cuda plugin: create(tf32=1)"));
+  CHECK_THAT(r.out, Catch::Contains("fake cuda plugin: create(tf32=1, epilogues=on, gemm_algo=heuristic)"));
   CHECK_THAT(r.out, Catch::Contains("device: cuda (as requested), TF32 GEMMs\n"));
   CHECK_THAT(r.out, !Catch::Contains("warning"));
   Result plain = run_env(fake_cuda(), train_args(""));
   INFO(plain.out);
-  CHECK_THAT(plain.out, Catch::Contains("fake cuda plugin: create(tf32=0)"));
+  CHECK_THAT(plain.out, Catch::Contains("fake cuda plugin: create(tf32=0, epilogues=on, gemm_algo=heuristic)"));
   CHECK_THAT(plain.out, Catch::Contains("device: cuda (auto: the preferred one), exact fp32 GEMMs\n"));
   Result eval = run_env(fake_cuda(), eval_args("--device auto --tf32"));
   INFO(eval.out);
-  CHECK_THAT(eval.out, Catch::Contains("fake cuda plugin: create(tf32=1)") &&
+  CHECK_THAT(eval.out, Catch::Contains("fake cuda plugin: create(tf32=1, epilogues=on, gemm_algo=heuristic)") &&
                            Catch::Contains("device: cuda (auto: the preferred one), TF32 GEMMs\n"));
   Result infer = run_env(fake_cuda(), infer_args("--device cuda --tf32 --json"));
   INFO(infer.out);
-  CHECK_THAT(infer.out, Catch::Contains("fake cuda plugin: create(tf32=1)") &&
+  CHECK_THAT(infer.out, Catch::Contains("fake cuda plugin: create(tf32=1, epilogues=on, gemm_algo=heuristic)") &&
                             Catch::Contains("device: cuda (as requested), TF32 GEMMs\n"));
+}
+
+// The cuBLASLt choices are BackendOptions; the CLI (not the backend) reads the documented
+// environment variables into them, and rejects other values before anything runs.
+TEST_CASE("DNNC_CUBLASLT_EPILOGUES and DNNC_CUBLASLT_ALGO reach the cuda plugin as options, checked by the CLI",
+          "[cli][cuda]") {
+  Result r = run_env(fake_cuda() + " DNNC_CUBLASLT_EPILOGUES=log DNNC_CUBLASLT_ALGO=tune", train_args("--device cuda"));
+  INFO(r.out);
+  CHECK_THAT(r.out, Catch::Contains("fake cuda plugin: create(tf32=0, epilogues=log, gemm_algo=tune)"));
+  Result bad = run_env(fake_cuda() + " DNNC_CUBLASLT_EPILOGUES=maybe", train_args("--device cuda"));
+  INFO(bad.out);
+  CHECK(bad.code == 2);
+  CHECK_THAT(bad.out, Catch::Contains("DNNC_CUBLASLT_EPILOGUES is 'maybe'; expected on, off or log") &&
+                          !Catch::Contains("fake cuda plugin: create"));
+  Result algo = run_env(fake_cuda() + " DNNC_CUBLASLT_ALGO=fastest", train_args("--device cuda"));
+  CHECK(algo.code == 2);
+  CHECK_THAT(algo.out, Catch::Contains("DNNC_CUBLASLT_ALGO is 'fastest'; expected heuristic or tune"));
 }

@@ -124,18 +124,22 @@ extern "C" {
 
 __attribute__((visibility("default"))) int dnnc_cuda_plugin_abi(void) { return DNNC_CUDA_PLUGIN_ABI; }
 
-__attribute__((visibility("default"))) const char* dnnc_cuda_probe(void) {
-  const char* why = std::getenv("DNNC_FAKE_CUDA_UNAVAILABLE");
-  return why ? why : "";
+__attribute__((visibility("default"))) bool dnnc_cuda_probe(std::string* why) {
+  const char* w = std::getenv("DNNC_FAKE_CUDA_UNAVAILABLE");
+  if (w && *w) *why = w;
+  return !(w && *w);
 }
 
-__attribute__((visibility("default"))) dnnc::runtime::Backend* dnnc_cuda_create(const dnnc_cuda_options* options,
-                                                                                const char** error) {
+__attribute__((visibility("default"))) dnnc::runtime::Backend* dnnc_cuda_create(
+    const dnnc::runtime::cuda::CudaOptions* options, std::string* error) {
   if (!options) {
     *error = "fake cuda plugin: no options";
     return nullptr;
   }
-  std::fprintf(stderr, "fake cuda plugin: create(tf32=%d)\n", options->tf32);
+  static const char* const kEpilogues[] = {"on", "off", "log"};
+  static const char* const kAlgos[] = {"heuristic", "tune"};
+  std::fprintf(stderr, "fake cuda plugin: create(tf32=%d, epilogues=%s, gemm_algo=%s)\n", options->tf32 ? 1 : 0,
+               kEpilogues[static_cast<int>(options->epilogues)], kAlgos[static_cast<int>(options->gemm_algo)]);
   return new FakeCudaBackend();
 }
 

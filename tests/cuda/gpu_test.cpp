@@ -36,11 +36,11 @@ void check_close(const runtime::Tensor& got, const runtime::Tensor& want, const 
   test::check_close(got, want, what, tol);
 }
 
-void check_model(const std::string& name, int64_t batch) {
+void check_model(const std::string& name, int64_t batch, const runtime::cuda::CudaOptions& options = test_options()) {
   ir::Module m = test::compiled_model(name.find('/') == std::string::npos ? "models/" + name + ".dnn" : name);
   runtime::reference::ParamStore ref = runtime::reference::init_params(m, 11);
   runtime::reference::ParamStore gpu = ref;
-  auto backend = runtime::cuda::make_cuda_backend(test_options());
+  auto backend = runtime::cuda::make_cuda_backend(options);
   auto train = backend->compile(m, "train_step", gpu, batch);
   auto infer = backend->compile(m, "infer", gpu, batch);
   std::mt19937 rng(5);
@@ -123,19 +123,6 @@ void check_golden(const std::string& model) {
   }
 }
 
-// An environment variable set for one scope (the backend reads $DNNC_CUBLASLT_EPILOGUES and
-// $DNNC_CUBLASLT_ALGO when it is made).
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) { setenv(name, value, 1); }
-  ~ScopedEnv() { unsetenv(name_); }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  const char* name_;
-};
-
 }  // namespace
 
 TEST_CASE("cuda equals reference: mnist_mlp", "[gpu]") { check_model("mnist_mlp", 6); }
@@ -150,31 +137,21 @@ TEST_CASE("cuda equals reference at batch 128: mnist_mlp", "[gpu]") { check_mode
 TEST_CASE("cuda equals reference: GEMM activation epilogues", "[gpu][epilogue]") {
   check_model("tests/cpu/models/mlp_acts.dnn", 6);
   check_model("tests/cpu/models/mlp_acts.dnn", 128);
-  ScopedEnv off("DNNC_CUBLASLT_EPILOGUES", "off");
-  check_model("tests/cpu/models/mlp_acts.dnn", 6);
-  check_model("mnist_mlp", 6);
-}
-
-TEST_CASE("DNNC_CUBLASLT_EPILOGUES must be on, off or log", "[gpu][epilogue]") {
-  ScopedEnv bad("DNNC_CUBLASLT_EPILOGUES", "maybe");
-  CHECK_THROWS_WITH(runtime::cuda::make_cuda_backend(test_options()),
-                    Catch::Contains("DNNC_CUBLASLT_EPILOGUES is 'maybe'"));
+  runtime::cuda::CudaOptions off = test_options();
+  off.epilogues = runtime::cuda::CudaOptions::Epilogues::off;
+  check_model("tests/cpu/models/mlp_acts.dnn", 6, off);
+  check_model("mnist_mlp", 6, off);
 }
 
 // Tuning times every candidate algorithm on the arena before the first step and zeroes it
 // again: the trajectory still equals the reference (within fp32 tolerance: another algorithm
 // may sum in another order), epilogues and all.
 TEST_CASE("cuda equals reference with tuned GEMM algorithms", "[gpu][tune]") {
-  ScopedEnv tune("DNNC_CUBLASLT_ALGO", "tune");
-  check_model("mnist_mlp", 128);
-  check_model("cifar_cnn", 4);
-  check_model("tests/cpu/models/mlp_acts.dnn", 6);
-}
-
-TEST_CASE("DNNC_CUBLASLT_ALGO must be heuristic or tune", "[gpu][tune]") {
-  ScopedEnv bad("DNNC_CUBLASLT_ALGO", "fastest");
-  CHECK_THROWS_WITH(runtime::cuda::make_cuda_backend(test_options()),
-                    Catch::Contains("DNNC_CUBLASLT_ALGO is 'fastest'"));
+  runtime::cuda::CudaOptions tune = test_options();
+  tune.gemm_algo = runtime::cuda::CudaOptions::GemmAlgo::tune;
+  check_model("mnist_mlp", 128, tune);
+  check_model("cifar_cnn", 4, tune);
+  check_model("tests/cpu/models/mlp_acts.dnn", 6, tune);
 }
 
 // Every registered op (tests/cpu/ops_graph.h: one small case of each, every result an output)
