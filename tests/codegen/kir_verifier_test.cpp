@@ -14,6 +14,7 @@
 #include "ir/check.h"
 #include "tests/support/files.h"
 #include "tests/support/models.h"
+#include "tests/support/programs.h"
 
 using namespace dnnc;
 using namespace dnnc::codegen;
@@ -23,27 +24,11 @@ namespace {
 
 const KirVerifyOptions kProve{.prove_parallel_loops = true};
 
-// A program of one kernel step over buffers named like the kernel's params (x: input, the
-// rest intermediates); `kinds` overrides the kind of a buffer by name.
-Program one_kernel(Kernel k, const std::map<std::string, BufferKind>& kinds = {}) {
-  Program p;
-  p.module_name = "T";
-  p.graph_name = "g";
-  for (const KernelParam& kp : k.params) {
-    Buffer b;
-    b.name = kp.name;
-    b.dtype = kp.type;
-    b.shape = {kp.numel};
-    b.kind = kp.name == "x" ? BufferKind::input : BufferKind::intermediate;
-    if (auto it = kinds.find(kp.name); it != kinds.end()) b.kind = it->second;
-    p.buffers.push_back(b);
-  }
-  Step s;
-  s.kernel = 0;
-  for (size_t i = 0; i < k.params.size(); ++i) s.args.push_back(static_cast<int>(i));
-  p.kernels.push_back(std::move(k));
-  p.steps.push_back(s);
-  return p;
+// A program of one kernel step over buffers named like the kernel's params (x: an input, the
+// rest intermediates unless `kinds` says otherwise).
+Program one_kernel(Kernel k, std::map<std::string, BufferKind> kinds = {}) {
+  kinds.emplace("x", BufferKind::input);
+  return test::one_kernel_program(std::move(k), kinds);
 }
 
 std::string verify_error(const Program& p, const KirVerifyOptions& o = kProve) {
@@ -114,7 +99,7 @@ TEST_CASE("an index that can leave its buffer fails, naming the kernel, the acce
   int y = kb.param("y", ScalarType::f32, true, 64);
   kb.loop("i", 64, true, [&](Expr i) { kb.store(y, i, kb.load(x, i + i64c(1))); });
   CHECK_THAT(verify_error(one_kernel(kb.finish())),
-             Contains("kernel IR verifier, program T.g at batch 1, step 0, kernel k0_shift") &&
+             Contains("kernel IR verifier, program t.g at batch 1, step 0, kernel k0_shift") &&
                  Contains("load of x[i + 1]") && Contains("buffer of 64 elements") && Contains("[1, 64]"));
 }
 

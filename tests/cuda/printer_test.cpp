@@ -7,31 +7,12 @@
 #include "codegen/kir/kernel_ir.h"
 #include "cuda_test_util.h"
 #include "ir/check.h"
+#include "tests/support/programs.h"
 
 using namespace dnnc;
 using namespace dnnc::codegen;
 
 namespace {
-
-Program one_kernel_program(Kernel k) {
-  Program p;
-  p.module_name = "t";
-  p.graph_name = "g";
-  for (const KernelParam& kp : k.params) {
-    Buffer b;
-    b.name = kp.name;
-    b.dtype = kp.type;
-    b.shape = {kp.numel};
-    p.buffers.push_back(b);
-  }
-  Step s;
-  s.kernel = 0;
-  s.comment = {"%y = test_op(%x)"};
-  for (size_t i = 0; i < k.params.size(); ++i) s.args.push_back(static_cast<int>(i));
-  p.kernels.push_back(std::move(k));
-  p.steps.push_back(s);
-  return p;
-}
 
 const CudaKernel& only(const CudaProgram& cp) {
   REQUIRE(cp.kernels.size() == 1);
@@ -45,7 +26,7 @@ TEST_CASE("a flat map becomes a float4 grid-stride loop with exact literals", "[
   int x = kb.param("x", ScalarType::f32, false, 1030);
   int y = kb.param("y", ScalarType::f32, true, 1030);
   kb.loop("i", 1030, true, [&](Expr i) { kb.store(y, i, kb.load(x, i) * f32c(0.1)); });
-  CudaProgram cp = print_program_cuda(one_kernel_program(kb.finish()));
+  CudaProgram cp = print_program_cuda(test::one_kernel_program(kb.finish()));
   const CudaKernel& k = only(cp);
   INFO(cp.source);
   CHECK(k.mapping == CudaMapping::grid_vec4);
@@ -66,7 +47,7 @@ TEST_CASE("a row reduction inside a parallel loop uses a warp per row and shuffl
     kb.loop("c", 100, false, [&](Expr c) { kb.assign(mx, max(mx, kb.load(x, r * 100 + c))); });
     kb.store(y, r, mx);
   });
-  CudaProgram cp = print_program_cuda(one_kernel_program(kb.finish()));
+  CudaProgram cp = print_program_cuda(test::one_kernel_program(kb.finish()));
   INFO(cp.source);
   CHECK(only(cp).mapping == CudaMapping::grid_warp);
   // 64 warps: one per block, so that they spread over 64 multiprocessors, not 8.
@@ -89,7 +70,7 @@ TEST_CASE("a kernel with phases runs in one block with barriers and a block redu
   Expr total = kb.let("total", f32c(0));
   kb.loop("i", 1000, false, [&](Expr i) { kb.assign(total, total + kb.load(x, i)); });
   kb.store(s, i64c(0), total);
-  CudaProgram cp = print_program_cuda(one_kernel_program(kb.finish()));
+  CudaProgram cp = print_program_cuda(test::one_kernel_program(kb.finish()));
   INFO(cp.source);
   const CudaKernel& k = only(cp);
   CHECK(k.mapping == CudaMapping::block);
@@ -109,7 +90,7 @@ TEST_CASE("failed checks report the program-wide error code", "[cuda][printer]")
   int y = kb.param("y", ScalarType::f32, true, 4);
   kb.loop("b", 4, false, [&](Expr b) { kb.fail(ge(kb.load(l, b), i64c(10)), "label out of range"); });
   kb.loop("i", 4, true, [&](Expr i) { kb.store(y, i, cast(ScalarType::f32, kb.load(l, i))); });
-  CudaProgram cp = print_program_cuda(one_kernel_program(kb.finish()));
+  CudaProgram cp = print_program_cuda(test::one_kernel_program(kb.finish()));
   INFO(cp.source);
   CHECK(only(cp).mapping == CudaMapping::grid_thread);
   CHECK(cp.source.find("atomicCAS(dnnc_err, 0, dnnc_err_base + 1); return;") != std::string::npos);
@@ -122,7 +103,7 @@ TEST_CASE("an unknown KernelIR statement kind is an error naming the kernel", "[
   Kernel k = kb.finish();
   k.body[0]->kind = static_cast<StmtKind>(200);
   try {
-    print_program_cuda(one_kernel_program(std::move(k)));
+    print_program_cuda(test::one_kernel_program(std::move(k)));
     FAIL("printed an unknown statement kind");
   } catch (const InternalError& e) {
     CHECK_THAT(e.component(), Catch::Contains("CUDA printer, kernel k0_future"));
@@ -169,7 +150,7 @@ TEST_CASE("an in-place update is vectorized when each element is read before it 
   int w = kb.param("w", ScalarType::f32, true, 1024);
   int g = kb.param("g", ScalarType::f32, false, 1024);
   kb.loop("i", 1024, true, [&](Expr i) { kb.store(w, i, kb.load(w, i) - kb.load(g, i) * f32c(0.5)); });
-  CudaProgram cp = print_program_cuda(one_kernel_program(kb.finish()));
+  CudaProgram cp = print_program_cuda(test::one_kernel_program(kb.finish()));
   INFO(cp.source);
   CHECK(only(cp).mapping == CudaMapping::grid_vec4);
   CHECK(cp.source.find("const float4 dnnc_l_w = reinterpret_cast<const float4*>(w)[dnnc_q];") != std::string::npos);
@@ -183,7 +164,7 @@ TEST_CASE("an in-place update is vectorized when each element is read before it 
     kb2.store(v, i, kb2.load(v, i) * f32c(2));
     kb2.store(v, i, kb2.load(v, i) + f32c(1));
   });
-  CHECK(only(print_program_cuda(one_kernel_program(kb2.finish()))).mapping == CudaMapping::grid_thread);
+  CHECK(only(print_program_cuda(test::one_kernel_program(kb2.finish()))).mapping == CudaMapping::grid_thread);
 }
 
 namespace {
