@@ -62,6 +62,7 @@ std::string graph_diff(const Graph& a, const Graph& b) {
     if (auto d = attrs_diff(x.attrs, y.attrs); !d.empty()) return where + ": " + d;
     if (!(x.loc == y.loc)) return fmt::format("{}: loc {} vs {}", where, loc_str(x.loc), loc_str(y.loc));
     if (x.group != y.group) return fmt::format("{}: fusion group {} vs {}", where, x.group, y.group);
+    if (x.role != y.role) return fmt::format("{}: fusion role '{}' vs '{}'", where, x.role, y.role);
   }
   if (auto d = ids_diff(a, a.outputs, b, b.outputs, "output"); !d.empty()) return d;
   if (a.groups.size() != b.groups.size()) return fmt::format("{} vs {} fusion groups", a.groups.size(), b.groups.size());

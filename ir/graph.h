@@ -36,13 +36,14 @@ struct Node {
   Attrs attrs;
   SourceLoc loc;  // where in the .dnn file this node came from (unknown for derived nodes)
   int32_t group = -1;  // index into Graph::groups when pass `fuse` put this node in a kernel
+  std::string role;    // in a group: the node's role in its pattern (ir/fusion.h); else empty
 };
 
-/// A fusion group: nodes that run as one kernel (set by pass `fuse`). The nodes of a group
-/// are contiguous in Graph::nodes; values produced and consumed only inside the group are
-/// never materialised in memory.
+/// A fusion group: nodes that codegen lowers as one unit by the lowering of their pattern (set
+/// by pass `fuse`). The nodes of a group are contiguous in Graph::nodes, each with its role;
+/// values produced and consumed only inside the group are never materialised in memory.
 struct FusionGroup {
-  std::string kind;  // the fusion pattern, e.g. "gemm_epilogue", "elementwise", "multi_tensor_update"
+  std::string kind;  // the fusion pattern (ir/fusion.h): "linear_epilogue", "elementwise", ...
 };
 
 /// Where one value lives in the activation arena (pass `plan-memory`).

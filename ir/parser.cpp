@@ -314,7 +314,7 @@ class Parser {
     m_.graphs.push_back(std::move(g));
   }
 
-  /// fused ::= 'fused' string '{' node* '}'
+  /// fused ::= 'fused' string '{' (role ':' node)* '}'
   void parse_fused(Graph& g) {
     advance();
     const Token& kind = peek();
@@ -325,7 +325,14 @@ class Parser {
     while (!at_punct("}")) {
       if (at_keyword("return") || at_keyword("update") || at_keyword("fused") || at_keyword("memory"))
         error(peek(), "a node inside a fused group");
+      std::string role;
+      if (peek().kind == Tok::ident) {  // the node's role in the pattern
+        role = advance().text;
+        expect_punct(":");
+      }
+      size_t before = g.nodes.size();
       parse_stmt(g);
+      if (g.nodes.size() == before + 1) g.nodes.back().role = role;
     }
     const Token& close = peek();
     advance();

@@ -63,6 +63,7 @@ void print_graph(std::string& out, const Graph& g, const Module& m, const std::s
       }
     }
     out += indent + (open_group >= 0 ? "    " : "  ");
+    if (!n.role.empty()) out += print_ident(n.role) + ": ";
     for (size_t i = 0; i < n.outputs.size(); ++i) out += (i ? ", " : "") + operand_name(g, n.outputs[i]);
     if (!n.outputs.empty()) out += " = ";
     out += print_ident(n.op) + "(";

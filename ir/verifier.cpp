@@ -2,9 +2,12 @@
 #include "ir/verifier.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
 #include <set>
 
+#include "ir/fusion.h"
 #include "ir/op_registry.h"
 
 namespace dnnc::ir {
@@ -24,14 +27,28 @@ class GraphVerifier {
  public:
   GraphVerifier(const Graph& g, const Module& m) : g_(g), m_(m) {}
 
-  // Fusion groups: valid indices, each group's nodes contiguous and non-empty.
+  // Fusion groups: valid indices, each group's nodes contiguous and non-empty, its kind a
+  // pattern fuse forms, every node of it with a role of that pattern, no role outside groups.
   void check_groups() {
     std::vector<bool> seen(g_.groups.size(), false);
     int32_t prev = -1;
+    for (size_t i = 0; i < g_.groups.size(); ++i)
+      if (!fusion::known_kind(g_.groups[i].kind))
+        fail(fmt::format("fusion group {} has an unknown kind '{}'", i, g_.groups[i].kind));
     for (size_t n = 0; n < g_.nodes.size(); ++n) {
       int32_t grp = g_.nodes[n].group;
       if (grp < -1 || grp >= static_cast<int32_t>(g_.groups.size()))
         fail(fmt::format("node {} has fusion group {}, but the graph has {} groups", n, grp, g_.groups.size()));
+      const std::string& role = g_.nodes[n].role;
+      if (grp < 0 && !role.empty())
+        fail(fmt::format("node {} ({}) has the fusion role '{}' but is in no group", n, g_.nodes[n].op, role));
+      if (grp >= 0) {
+        const std::vector<std::string> roles = fusion::roles_of(g_.groups[static_cast<size_t>(grp)].kind);
+        if (std::find(roles.begin(), roles.end(), role) == roles.end())
+          fail(fmt::format("node {} ({}) in fusion group {} ('{}') has the role '{}'; expected one of {}", n,
+                           g_.nodes[n].op, grp, g_.groups[static_cast<size_t>(grp)].kind, role,
+                           fmt::join(roles, ", ")));
+      }
       if (grp >= 0 && grp != prev) {
         if (seen[static_cast<size_t>(grp)]) fail(fmt::format("fusion group {} is not contiguous (node {})", grp, n));
         seen[static_cast<size_t>(grp)] = true;

@@ -10,6 +10,7 @@
 #include <queue>
 #include <set>
 
+#include "ir/fusion.h"
 #include "ir/op_registry.h"
 #include "passes/graph_analysis.h"
 #include "passes/passes.h"
@@ -24,9 +25,8 @@ bool is_pointwise(const ir::Node& n) {
 }
 
 bool is_head(const std::string& op) {
-  static const std::set<std::string> heads = {"linear", "matmul", "conv2d", "conv2d_backward_input",
-                                              "maxpool2d_backward", "avgpool2d_backward", "batchnorm2d_infer"};
-  return heads.count(op) > 0;
+  const auto& heads = ir::fusion::epilogue_heads();
+  return std::find(heads.begin(), heads.end(), op) != heads.end();
 }
 
 bool is_bias_grad_sum(const ir::Node& n, const ir::Graph& g) {
@@ -39,7 +39,8 @@ bool is_bias_grad_sum(const ir::Node& n, const ir::Graph& g) {
 }
 
 struct Grouping {
-  std::vector<int> gid;  // per node, -1 if none
+  std::vector<int> gid;            // per node, -1 if none
+  std::vector<std::string> role;   // per node: its role in its group (ir/fusion.h)
   std::vector<std::string> kinds;
 };
 
@@ -47,6 +48,7 @@ class Fuser {
  public:
   explicit Fuser(const ir::Graph& g) : g_(g), users_(value_users(g)), esc_(escapes(g)) {
     grouping_.gid.assign(g.nodes.size(), -1);
+    grouping_.role.assign(g.nodes.size(), "");
   }
 
   Grouping run() {
@@ -54,29 +56,36 @@ class Fuser {
     for (size_t i = 0; i < g_.nodes.size(); ++i)
       if (g_.nodes[i].op == "cross_entropy") group_softmax_xent(static_cast<int>(i));
     for (size_t i = 0; i < g_.nodes.size(); ++i)
-      if (free(static_cast<int>(i)) && is_head(g_.nodes[i].op)) group_chain(static_cast<int>(i), g_.nodes[i].op + "_epilogue");
+      if (free(static_cast<int>(i)) && is_head(g_.nodes[i].op))
+        group_chain(static_cast<int>(i), ir::fusion::epilogue_kind(g_.nodes[i].op));
     for (size_t i = 0; i < g_.nodes.size(); ++i)
-      if (free(static_cast<int>(i)) && is_pointwise(g_.nodes[i])) group_chain(static_cast<int>(i), "elementwise");
+      if (free(static_cast<int>(i)) && is_pointwise(g_.nodes[i])) group_chain(static_cast<int>(i), ir::fusion::kElementwise);
     return grouping_;
   }
 
  private:
   bool free(int n) const { return grouping_.gid[static_cast<size_t>(n)] < 0; }
 
-  void add_group(const std::vector<int>& nodes, const std::string& kind) {
+  // A group of `nodes`, each with its role (same order).
+  void add_group(const std::vector<int>& nodes, const std::vector<std::string>& roles, const std::string& kind) {
     if (nodes.size() < 2) return;
     int id = static_cast<int>(grouping_.kinds.size());
     grouping_.kinds.push_back(kind);
-    for (int n : nodes) grouping_.gid[static_cast<size_t>(n)] = id;
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      grouping_.gid[static_cast<size_t>(nodes[i])] = id;
+      grouping_.role[static_cast<size_t>(nodes[i])] = roles[i];
+    }
   }
 
   void group_updates() {
     std::vector<int> nodes;
+    std::vector<std::string> roles;
     std::set<ir::ValueId> steps;
     for (size_t i = 0; i < g_.nodes.size(); ++i) {
       const ir::Node& n = g_.nodes[i];
       if (n.op != "sgd_update" && n.op != "adam_update") continue;
       nodes.push_back(static_cast<int>(i));
+      roles.push_back(ir::fusion::kUpdate);
       if (n.op == "adam_update") steps.insert(n.inputs[4]);
       if (n.op == "sgd_update" && n.inputs.size() == 4) steps.insert(n.inputs[3]);
     }
@@ -87,40 +96,50 @@ class Fuser {
       bool only_updates = true;
       for (int u : users_[static_cast<size_t>(s)])
         only_updates &= g_.nodes[static_cast<size_t>(u)].op == "sgd_update" || g_.nodes[static_cast<size_t>(u)].op == "adam_update";
-      if (only_updates) nodes.push_back(p);
+      if (only_updates) {
+        nodes.push_back(p);
+        roles.push_back(ir::fusion::kStep);
+      }
     }
-    add_group(nodes, "multi_tensor_update");
+    add_group(nodes, roles, ir::fusion::kMultiTensorUpdate);
   }
 
   void group_softmax_xent(int fwd) {
     const ir::Node& c = g_.nodes[static_cast<size_t>(fwd)];
     if (!free(fwd)) return;
     std::vector<int> nodes{fwd};
+    std::vector<std::string> roles{ir::fusion::kLoss};
     for (int u : users_[static_cast<size_t>(c.inputs[0])]) {
       const ir::Node& b = g_.nodes[static_cast<size_t>(u)];
       if (b.op != "cross_entropy_backward" || !free(u) || b.inputs[1] != c.inputs[0] || b.inputs[2] != c.inputs[1])
         continue;
       nodes.push_back(u);
+      roles.push_back(ir::fusion::kLossGrad);
       int f = g_.producer(b.inputs[0]);  // the constant dloss = 1
       if (f >= 0 && g_.nodes[static_cast<size_t>(f)].op == "fill" && users_[static_cast<size_t>(b.inputs[0])].size() == 1 &&
-          !esc_[static_cast<size_t>(b.inputs[0])])
+          !esc_[static_cast<size_t>(b.inputs[0])]) {
         nodes.push_back(f);
-      absorb_reductions(b.outputs[0], nodes);
+        roles.push_back(ir::fusion::kDloss);
+      }
+      absorb_reductions(b.outputs[0], nodes, roles);
     }
-    add_group(nodes, "softmax_xent");
+    add_group(nodes, roles, ir::fusion::kSoftmaxXent);
   }
 
-  void absorb_reductions(ir::ValueId v, std::vector<int>& nodes) {
+  void absorb_reductions(ir::ValueId v, std::vector<int>& nodes, std::vector<std::string>& roles) {
     for (int u : users_[static_cast<size_t>(v)])
       if (free(u) && is_bias_grad_sum(g_.nodes[static_cast<size_t>(u)], g_) &&
-          std::find(nodes.begin(), nodes.end(), u) == nodes.end())
+          std::find(nodes.begin(), nodes.end(), u) == nodes.end()) {
         nodes.push_back(u);
+        roles.push_back(ir::fusion::kBiasGrad);
+      }
   }
 
   // The head, then while its result has exactly one pointwise user reading it as operand 0,
   // that user; then a pooling forward after a conv chain; then bias-grad sums of the end.
   void group_chain(int head, const std::string& kind) {
     std::vector<int> nodes{head};
+    std::vector<std::string> roles{kind == ir::fusion::kElementwise ? ir::fusion::kChain : ir::fusion::kHead};
     ir::ValueId cur = g_.nodes[static_cast<size_t>(head)].outputs[0];
     bool conv = g_.nodes[static_cast<size_t>(head)].op == "conv2d";
     for (;;) {
@@ -136,11 +155,13 @@ class Fuser {
       }
       if (candidates != 1) break;
       nodes.push_back(next);
+      const bool pool = g_.nodes[static_cast<size_t>(next)].op == "maxpool2d";
+      roles.push_back(pool ? ir::fusion::kPool : ir::fusion::kChain);
       cur = g_.nodes[static_cast<size_t>(next)].outputs[0];
-      if (g_.nodes[static_cast<size_t>(next)].op == "maxpool2d") break;
+      if (pool) break;
     }
-    absorb_reductions(cur, nodes);
-    add_group(nodes, kind);
+    absorb_reductions(cur, nodes, roles);
+    add_group(nodes, roles, kind);
   }
 
   const ir::Graph& g_;
@@ -207,6 +228,7 @@ bool fuse_graph(ir::Graph& g) {
       auto [it, fresh] = renumber.emplace(old, static_cast<int>(renumber.size()));
       if (fresh) g.groups.push_back(ir::FusionGroup{grouping.kinds[static_cast<size_t>(old)]});
       n.group = it->second;
+      n.role = grouping.role[static_cast<size_t>(i)];
     }
     nodes.push_back(std::move(n));
   }
