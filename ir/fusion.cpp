@@ -34,4 +34,11 @@ std::vector<std::string> roles_of(const std::string& kind) {
   return {};
 }
 
+std::string first_role(const std::string& kind) {
+  if (kind == kElementwise) return kChain;
+  if (kind == kSoftmaxXent) return kLoss;
+  if (!epilogue_head(kind).empty()) return kHead;
+  return "";
+}
+
 }  // namespace dnnc::ir::fusion

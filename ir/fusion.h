@@ -44,4 +44,8 @@ bool known_kind(const std::string& kind);
 /// The roles a node of a group of `kind` may have (empty for an unknown kind).
 std::vector<std::string> roles_of(const std::string& kind);
 
+/// The role the first node of a group of `kind` has (chain, loss, head), or "" where any of the
+/// kind's roles may come first (multi_tensor_update).
+std::string first_role(const std::string& kind);
+
 }  // namespace dnnc::ir::fusion

@@ -49,9 +49,19 @@ class GraphVerifier {
                            g_.nodes[n].op, grp, g_.groups[static_cast<size_t>(grp)].kind, role,
                            fmt::join(roles, ", ")));
       }
+      if (grp >= 0 && role == fusion::kHead) {
+        const std::string head = fusion::epilogue_head(g_.groups[static_cast<size_t>(grp)].kind);
+        if (g_.nodes[n].op != head)
+          fail(fmt::format("node {} ({}) is the head of fusion group {} ('{}'), whose head must be a {}", n,
+                           g_.nodes[n].op, grp, g_.groups[static_cast<size_t>(grp)].kind, head));
+      }
       if (grp >= 0 && grp != prev) {
         if (seen[static_cast<size_t>(grp)]) fail(fmt::format("fusion group {} is not contiguous (node {})", grp, n));
         seen[static_cast<size_t>(grp)] = true;
+        const std::string first = fusion::first_role(g_.groups[static_cast<size_t>(grp)].kind);
+        if (!first.empty() && role != first)
+          fail(fmt::format("fusion group {} ('{}') starts with node {} ({}) of role '{}'; it must start with its {}",
+                           grp, g_.groups[static_cast<size_t>(grp)].kind, n, g_.nodes[n].op, role, first));
       }
       prev = grp;
     }

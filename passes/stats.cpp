@@ -3,6 +3,10 @@
 
 #include <fmt/format.h>
 
+#include <map>
+#include <utility>
+#include <vector>
+
 #include "passes/graph_analysis.h"
 
 namespace dnnc::passes {
@@ -14,6 +18,22 @@ int unfused_kernel_count(const ir::Graph& g) {
 }
 
 static std::string mib(int64_t bytes) { return fmt::format("{:.2f} MiB", static_cast<double>(bytes) / (1 << 20)); }
+
+std::string format_groups(const ir::Graph& g) {
+  // Kinds in order of first appearance, with how many groups and nodes each has.
+  std::vector<std::string> kinds;
+  std::map<std::string, std::pair<int, int>> count;  // kind -> (groups, nodes)
+  for (const ir::FusionGroup& grp : g.groups) {
+    if (!count.count(grp.kind)) kinds.push_back(grp.kind);
+    ++count[grp.kind].first;
+  }
+  for (const ir::Node& n : g.nodes)
+    if (n.group >= 0) ++count[g.groups.at(static_cast<size_t>(n.group)).kind].second;
+  std::string out;
+  for (const std::string& k : kinds)
+    out += fmt::format("{}{} x{} ({} nodes)", out.empty() ? "" : ", ", k, count[k].first, count[k].second);
+  return out;
+}
 
 std::string format_stats(const ir::Module& m, const LayoutReport* layout) {
   std::string out;
@@ -29,6 +49,7 @@ std::string format_stats(const ir::Module& m, const LayoutReport* layout) {
                          mib(p.naive_bytes), naive, mib(p.lower_bound_bytes), bound, p.batch);
     }
     out += "\n";
+    if (!g.groups.empty()) out += "  fuse: " + format_groups(g) + "\n";
     if (!layout) continue;
     for (const GraphLayoutReport& r : layout->graphs) {
       if (r.graph != g.name) continue;

@@ -10,8 +10,13 @@ namespace dnnc::passes {
 /// Kernel launches if every non-view node were its own kernel (what fusion starts from).
 int unfused_kernel_count(const ir::Graph& g);
 
+/// The fusion groups of `g` by kind, in order of first appearance:
+/// `conv2d_epilogue x1 (3 nodes), softmax_xent x1 (4 nodes)`.
+std::string format_groups(const ir::Graph& g);
+
 /// One line per graph: `train_step: kernels 27 -> 10; arena 1.2 MiB (naive 3.4 MiB = 35%,
-/// max-live 1.1 MiB = 1.05x) at batch 128`, then, given select-layout's report, a line
+/// max-live 1.1 MiB = 1.05x) at batch 128`, then (if fuse ran) `  fuse: ` and the
+/// groups by kind (format_groups), then, given select-layout's report, a line
 /// `  select-layout (cuda): transposes 2 -> 0 (1 into GEMM flags, 1 cancelled); 1 of 2 activation
 /// regions nhwc, 2 conversions; modelled 12.3 us (all NCHW: 15.0 us)`. Memory figures only where a
 /// plan exists.

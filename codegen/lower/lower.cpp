@@ -25,6 +25,15 @@ Dims strides_of(const Dims& shape) {
   return st;
 }
 
+bool at_element(const Dims& strides, const Dims& shape) {
+  if (strides.empty()) return true;
+  if (strides.size() != shape.size()) return false;
+  const Dims own = strides_of(shape);
+  for (size_t i = 0; i < shape.size(); ++i)
+    if (shape[i] != 1 && strides[i] != own[i]) return false;
+  return true;
+}
+
 int64_t product(const Dims& shape) {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
@@ -278,137 +287,6 @@ void LowerCtx::emit_gemm(const GemmCall& call) {
 
 namespace {
 
-std::vector<std::vector<int>> check_groups(const ir::Graph& g, const std::vector<std::vector<int>>& groups) {
-  if (groups.empty()) {
-    std::vector<std::vector<int>> one;
-    for (size_t i = 0; i < g.nodes.size(); ++i) one.push_back({static_cast<int>(i)});
-    return one;
-  }
-  int next = 0;
-  for (const auto& grp : groups) {
-    if (grp.empty()) throw std::runtime_error(fmt::format("codegen: graph '{}': an empty node group", g.name));
-    for (int i : grp) {
-      if (i != next)
-        throw std::runtime_error(fmt::format(
-            "codegen: graph '{}': node groups must list every node once, in graph order; expected node {}, found {}",
-            g.name, next, i));
-      ++next;
-    }
-  }
-  if (next != static_cast<int>(g.nodes.size()))
-    throw std::runtime_error(
-        fmt::format("codegen: graph '{}': node groups cover {} of {} nodes", g.name, next, g.nodes.size()));
-  return groups;
-}
-
-// Whether node n is a map op all of whose results have shape `out` and which reads every value
-// of `run` (computed earlier in the same loop nest) at its own element.
-bool joins_run(const LowerCtx& ctx, const ir::Node& n, const Dims& out, const std::vector<const ir::Node*>& run) {
-  MapOp op;
-  if (!map_op_of(ctx, n, completed_attrs(ctx, n), &op)) return false;
-  for (ir::ValueId o : n.outputs)
-    if (ctx.shape(o) != out) return false;
-  Dims contiguous = strides_of(out);
-  for (size_t i = 0; i < n.inputs.size(); ++i) {
-    bool in_run = false;
-    for (const ir::Node* r : run)
-      for (ir::ValueId o : r->outputs) in_run |= o == n.inputs[i];
-    bool at_element =
-        i >= op.operand_strides.size() || op.operand_strides[i].empty() || op.operand_strides[i] == contiguous;
-    if (in_run && !at_element) return false;
-  }
-  return true;
-}
-
-// Reads of value `v` by node `n` (as operand i) at its own element (strides empty or contiguous).
-bool reads_at_element(const MapOp& op, size_t i, const Dims& out) {
-  return i >= op.operand_strides.size() || op.operand_strides[i].empty() || op.operand_strides[i] == strides_of(out);
-}
-
-// Bias-gradient sums in a GEMM epilogue: if nodes[i] is reduce_sum over axis 0 (not kept) of
-// `c_value`, the 2-d value the GEMM step just emitted leaves in C after its epilogue, the GEMM's
-// threads sum the columns of their rows (LowerOptions::bias_grad_in_gemm). Returns the number
-// of nodes lowered (0 or 1).
-size_t lower_gemm_col_sums(LowerCtx& ctx, const std::vector<const ir::Node*>& nodes, size_t i, ir::ValueId c_value) {
-  if (!ctx.options.bias_grad_in_gemm || i >= nodes.size()) return 0;
-  const ir::Node& n = *nodes[i];
-  if (n.op != "reduce_sum" || n.inputs.size() != 1 || n.outputs.size() != 1 || n.inputs[0] != c_value) return 0;
-  ir::Attrs a = completed_attrs(ctx, n);
-  std::vector<int64_t> axes = ir::attr_ints(a, "axes");
-  Dims in = ctx.shape(c_value);
-  if (in.size() != 2 || ir::attr_bool(a, "keepdim") ||
-      !(axes == std::vector<int64_t>{0} || axes == std::vector<int64_t>{-2}))
-    return 0;
-  if (ctx.graph.value(n.outputs[0]).type.dtype != ir::DType::f32 || ctx.in_place.count(n.outputs[0])) return 0;
-  Step& s = ctx.prog.steps.back();
-  if (s.kind != Step::Kind::gemm || s.gemm.epilogue < 0 || s.gemm.col_sums >= 0 || s.gemm.m != in[0] ||
-      s.gemm.n != in[1] || ctx.root(s.gemm.c) != ctx.root(ctx.buffer(c_value)))
-    return 0;
-  s.gemm.col_sums = ctx.define(n.outputs[0]);
-  s.comment.push_back(ctx.node_text(n));
-  return 1;
-}
-
-// Names the activation of the GEMM step just emitted when its epilogue `maps` is exactly one
-// relu of the product, or one relu_backward of the product (the incoming gradient) masked by
-// another f32 value of C's shape (GemmCall::act; the CUDA printer maps it to cuBLASLt).
-void tag_gemm_act(LowerCtx& ctx, const std::vector<const ir::Node*>& maps, ir::ValueId result) {
-  if (maps.size() != 1) return;
-  const ir::Node& n = *maps[0];
-  GemmCall& g = ctx.prog.steps.back().gemm;
-  if (n.op == "relu" && n.inputs.size() == 1 && n.inputs[0] == result) {
-    g.act = GemmCall::Act::relu;
-  } else if (n.op == "relu_backward" && n.inputs.size() == 2 && n.inputs[0] == result && n.inputs[1] != result &&
-             ctx.graph.value(n.inputs[1]).type.dtype == ir::DType::f32 && ctx.shape(n.inputs[1]) == ctx.shape(result)) {
-    g.act = GemmCall::Act::relu_backward;
-    g.act_mask = ctx.buffer(n.inputs[1]);
-  }
-}
-
-// GEMM epilogue: if nodes[i] is a linear/matmul whose result feeds a run of map ops that join
-// it element by element (relu after linear, relu_backward after the input-gradient matmul), and
-// the result itself is used nowhere else, lowers the GEMM writing straight into the buffer of
-// the run's first stored result and the run as its epilogue. Returns the number of nodes
-// lowered (0: not this pattern; nothing emitted).
-size_t lower_gemm_epilogue(LowerCtx& ctx, const std::vector<const ir::Node*>& nodes, size_t i,
-                           const std::function<void(const ir::Node&)>& lower_one) {
-  const ir::Node& gemm = *nodes[i];
-  if ((gemm.op != "linear" && gemm.op != "matmul") || gemm.outputs.size() != 1) return 0;
-  ir::ValueId result = gemm.outputs[0];
-  Dims out = ctx.shape(result);
-  std::vector<const ir::Node*> run{&gemm};
-  for (size_t j = i + 1; j < nodes.size() && joins_run(ctx, *nodes[j], out, run); ++j) run.push_back(nodes[j]);
-  if (run.size() < 2) return 0;
-  std::vector<const ir::Node*> maps(run.begin() + 1, run.end());
-  if (used_outside(ctx.graph, result, maps)) return 0;
-  ir::ValueId target = ir::kNoValue;  // the first result of the run read after it
-  for (const ir::Node* n : maps) {
-    MapOp op;
-    map_op_of(ctx, *n, completed_attrs(ctx, *n), &op);
-    if (op.setup) return 0;  // no hoisted scalars or checks inside a GEMM's threads
-    for (size_t k = 0; k < n->inputs.size(); ++k) {
-      bool scalar =
-          k < op.operand_strides.size() && !op.operand_strides[k].empty() &&
-          std::all_of(op.operand_strides[k].begin(), op.operand_strides[k].end(), [](int64_t x) { return x == 0; });
-      if (!scalar && !reads_at_element(op, k, out)) return 0;
-    }
-    for (ir::ValueId o : n->outputs)
-      if (target == ir::kNoValue && ctx.graph.value(o).type.dtype == ir::DType::f32 &&
-          (used_outside(ctx.graph, o, maps) || maps.size() == 1))
-        target = o;
-  }
-  if (target == ir::kNoValue || ctx.in_place.count(target) || ctx.graph.value(result).type.dtype != ir::DType::f32)
-    return 0;
-  ctx.share_buffer(result, ctx.define(target));
-  ctx.comment = {ctx.node_text(gemm)};
-  lower_one(gemm);
-  ctx.comment.clear();
-  for (const ir::Node* n : maps) ctx.comment.push_back(ctx.node_text(*n));
-  lower_map_group(ctx, maps, result);
-  tag_gemm_act(ctx, maps, result);
-  return run.size() + lower_gemm_col_sums(ctx, nodes, i + run.size(), target);
-}
-
 // Update values that a map op can write straight into their param's storage: the op reads the
 // param at its own element and nothing after it (in a later group) reads the param's old value.
 std::map<ir::ValueId, int> in_place_updates(const LowerCtx& ctx, const std::vector<std::vector<int>>& groups) {
@@ -472,8 +350,7 @@ std::vector<std::vector<int>> groups_of(const ir::Graph& g) {
 
 }  // namespace
 
-Program lower_graph(const ir::Module& m, const ir::Graph& g, int64_t batch, const LowerOptions& options,
-                    const std::vector<std::vector<int>>& groups) {
+Program lower_graph(const ir::Module& m, const ir::Graph& g, int64_t batch, const LowerOptions& options) {
   if (batch < 1)
     throw std::runtime_error(fmt::format("codegen: graph '{}': batch must be >= 1, found {}", g.name, batch));
   LowerCtx ctx(m, g, batch, options);
@@ -487,70 +364,28 @@ Program lower_graph(const ir::Module& m, const ir::Graph& g, int64_t batch, cons
   for (size_t i = 0; i < g.values.size(); ++i)
     if (g.values[i].kind == ir::ValueKind::param) ctx.define(static_cast<ir::ValueId>(i));
 
-  std::vector<std::vector<int>> all_groups = check_groups(g, groups.empty() ? groups_of(g) : groups);
+  std::vector<std::vector<int>> all_groups = groups_of(g);
   ctx.in_place = in_place_updates(ctx, all_groups);
-  auto lower_one = [&](const ir::Node& n) {
+  GroupLowering gl{ctx, {}, {}, {}, {}};
+  gl.lower_one = [&](const ir::Node& n) {
     auto it = lower_table().find(n.op);
     if (it == lower_table().end()) ctx.fail(n, "the cpu backend has no lowering for op '" + n.op + "'");
     it->second(ctx, n, completed_attrs(ctx, n));
   };
-
   // Weight-gradient GEMMs that run later, fused with their optimizer update (lower_fused.cpp).
-  std::map<const ir::Node*, const ir::Node*> fused_updates = plan_optimizer_gemms(ctx);
-  std::set<const ir::Node*> deferred;
-  for (const auto& [u, gemm] : fused_updates) deferred.insert(gemm);
-  std::set<int> checked_steps;
-  auto fused = [&](const ir::Node* n) { return deferred.count(n) || fused_updates.count(n); };
+  gl.fused_updates = plan_optimizer_gemms(ctx);
+  for (const auto& [u, gemm] : gl.fused_updates) gl.deferred.insert(gemm);
 
-  // Within a group, a GEMM followed by map ops on its result becomes a GEMM with an epilogue;
-  // each other maximal run of map ops sharing one result shape becomes one loop nest; every
-  // other node is lowered on its own.
   CheckScope graph_scope(fmt::format("codegen lowering of graph '{}'", g.name));
   for (const auto& grp : all_groups) {
     std::vector<const ir::Node*> nodes;
     for (int i : grp) nodes.push_back(&g.nodes[static_cast<size_t>(i)]);
-    CheckScope group_scope(fmt::format("the group of node {}", ctx.node_text(*nodes.front())));
-    for (size_t i = 0; i < nodes.size();) {
-      if (deferred.count(nodes[i])) {
-        ++i;
-        continue;
-      }
-      if (auto it = fused_updates.find(nodes[i]); it != fused_updates.end()) {
-        lower_optimizer_gemm(ctx, *nodes[i], *it->second, lower_one, checked_steps);
-        ++i;
-        continue;
-      }
-      if (nodes.size() > 1) {
-        if (size_t used = lower_softmax_xent(ctx, nodes, i)) {
-          i += used;
-          continue;
-        }
-      }
-      if (size_t used = lower_conv_pool_group(ctx, nodes, i)) {
-        i += used;
-        continue;
-      }
-      if (options.gemm_epilogues && nodes.size() > 1) {
-        if (size_t used = lower_gemm_epilogue(ctx, nodes, i, lower_one)) {
-          i += used;
-          continue;
-        }
-      }
-      Dims out = ctx.shape(nodes[i]->outputs.at(0));
-      std::vector<const ir::Node*> run{nodes[i]};
-      size_t j = i + 1;
-      if (joins_run(ctx, *nodes[i], out, {}))
-        for (; j < nodes.size() && !fused(nodes[j]) && joins_run(ctx, *nodes[j], out, run); ++j)
-          run.push_back(nodes[j]);
-      ctx.comment.clear();
-      for (const ir::Node* n : run) ctx.comment.push_back(ctx.node_text(*n));
-      if (run.size() > 1) {
-        lower_map_group(ctx, run);
-      } else {
-        lower_one(*run[0]);
-      }
-      i = j;
-    }
+    const int32_t id = nodes.front()->group;
+    const std::string kind = id >= 0 ? g.groups.at(static_cast<size_t>(id)).kind : std::string();
+    CheckScope group_scope(id >= 0 ? fmt::format("fusion group {} ('{}', {} nodes from {})", id, kind, nodes.size(),
+                                                 ctx.node_text(*nodes.front()))
+                                   : fmt::format("node {}", ctx.node_text(*nodes.front())));
+    lower_group(gl, kind, nodes);
   }
   for (ir::ValueId id : g.outputs) ctx.prog.outputs.push_back(ctx.buffer(id));
   for (const auto& [name, id] : g.updates) ctx.prog.updates.emplace_back(name, ctx.buffer(id));

@@ -67,15 +67,13 @@ inline LowerOptions cuda_lower_options() {
   return o;
 }
 
-/// Lowers graph `g` (of module `m`) with the batch dim bound to `batch`. `groups` lists the
-/// nodes (indices into g.nodes, each in graph order) that form one kernel; every node must be in
-/// exactly one group and groups must be in graph order. Empty `groups`: one group per node.
-/// A group of same-shaped elementwise/broadcast nodes becomes one loop nest; any other group is
-/// lowered node by node. Throws std::runtime_error naming the graph and node if an op has no
-/// lowering, a value is not row_major, a shape is not concrete after binding the batch, or
-/// `batch` < 1 or the groups are malformed.
-Program lower_graph(const ir::Module& m, const ir::Graph& g, int64_t batch, const LowerOptions& options = {},
-                    const std::vector<std::vector<int>>& groups = {});
+/// Lowers graph `g` (of module `m`) with the batch dim bound to `batch`. Each of pass fuse's
+/// groups (Node::group) is lowered by the lowering of its kind (ir/fusion.h), reading its nodes'
+/// roles; a node outside any group by its op's lowering. The Program is verified
+/// (verify_program) before it is returned. Throws std::runtime_error naming the graph and node
+/// if an op has no lowering, a value is not row_major, a shape is not concrete after binding the
+/// batch, or `batch` < 1; InternalError for a group its kind's lowering cannot take.
+Program lower_graph(const ir::Module& m, const ir::Graph& g, int64_t batch, const LowerOptions& options = {});
 
 /// True if `op` has a CPU lowering.
 bool has_lowering(const std::string& op);

@@ -6,8 +6,10 @@
 //             the gradient of each window is written where its maximum is (no zeroing pass, no
 //             scatter when windows do not overlap), the chain applied on the way, and the bias
 //             gradient summed per column of the plane (vectorizable) then across columns.
-// Any pattern these do not cover (other ops, values needed elsewhere, non-f32) returns 0 and the
-// driver lowers the nodes one by one.
+// Called by the lowering of a `conv2d_epilogue` / `maxpool2d_backward_epilogue` group
+// (lower_groups.cpp), and for a lone conv2d or maxpool2d_backward with an empty chain. A group
+// these do not cover (an im2col conv, values needed elsewhere, non-f32) returns 0 and the group's
+// lowering runs the head on its own and the chain as one loop nest.
 #include <algorithm>
 #include <limits>
 
@@ -40,8 +42,7 @@ Chain chain_after(const LowerCtx& ctx, const std::vector<const ir::Node*>& nodes
     if (ctx.shape(n.outputs[0]) != shape || !is_f32(ctx, n.outputs[0])) break;
     bool ok = true;
     for (size_t i = 1; i < n.inputs.size() && ok; ++i) {
-      bool contiguous =
-          i >= op.operand_strides.size() || op.operand_strides[i].empty() || op.operand_strides[i] == strides_of(shape);
+      bool contiguous = i >= op.operand_strides.size() || at_element(op.operand_strides[i], shape);
       // Not a value of the group itself (those may live in registers only).
       ok = contiguous && ctx.shape(n.inputs[i]) == shape && is_f32(ctx, n.inputs[i]) && n.inputs[i] != cur &&
            n.inputs[i] != start;

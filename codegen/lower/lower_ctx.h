@@ -16,6 +16,10 @@ using Dims = std::vector<int64_t>;
 
 /// Row-major strides of a concrete shape.
 Dims strides_of(const Dims& shape);
+/// Whether `strides` (empty: contiguous) index a tensor of `shape` at its own element: equal to
+/// the row-major strides in every dim of extent > 1 (a dim of extent 1 is never stepped, so
+/// its stride, 0 for a broadcast, does not matter).
+bool at_element(const Dims& strides, const Dims& shape);
 int64_t product(const Dims& shape);
 
 class LowerCtx;
@@ -121,6 +125,21 @@ bool map_op_of(const LowerCtx& ctx, const ir::Node& n, const ir::Attrs& attrs, M
 /// and that no op has a setup).
 void lower_map_group(LowerCtx& ctx, const std::vector<const ir::Node*>& nodes, ir::ValueId gemm_result = ir::kNoValue);
 
+/// Whether node n is a map op all of whose results have shape `out` and which reads every value
+/// of `run` (computed earlier in the same loop nest) at its own element.
+bool joins_run(const LowerCtx& ctx, const ir::Node& n, const Dims& out, const std::vector<const ir::Node*>& run);
+/// Whether operand i of map op `op` with output shape `out` is read at the output's element.
+bool reads_at_element(const MapOp& op, size_t i, const Dims& out);
+
+/// A linear_epilogue / matmul_epilogue group as one GEMM step with an epilogue (lower_gemm.cpp):
+/// if nodes[i] is the GEMM and the map ops after it read its result at their own element and
+/// read other operands contiguously or as scalars, with no setup, lowers the GEMM into the
+/// buffer of the run's first stored result and the run as its epilogue, then a bias-gradient
+/// sum of the result as the GEMM's column sums (LowerOptions::bias_grad_in_gemm). Returns the
+/// number of nodes lowered (0: the chain cannot be an epilogue; nothing emitted).
+size_t lower_gemm_epilogue(LowerCtx& ctx, const std::vector<const ir::Node*>& nodes, size_t i,
+                           const std::function<void(const ir::Node&)>& lower_one);
+
 /// Fused conv/pool groups (lower_conv_fused.cpp): conv2d -> elementwise chain -> maxpool2d, and
 /// maxpool2d_backward -> elementwise chain -> bias-grad sum, starting at nodes[i]. Returns the
 /// number of nodes lowered (0: not such a pattern; nothing emitted).
@@ -149,6 +168,21 @@ void lower_optimizer_gemm(LowerCtx& ctx, const ir::Node& update, const ir::Node&
 /// (optionally) the bias gradient reduce_sum over the batch, lowers them as one pass over the
 /// logits and returns how many nodes it took (0: not this pattern).
 size_t lower_softmax_xent(LowerCtx& ctx, const std::vector<const ir::Node*>& nodes, size_t i);
+
+/// What lowering a graph's groups shares: the context, the per-node lowering, and the
+/// weight-gradient GEMMs fused into their optimizer update (lower_fused.cpp).
+struct GroupLowering {
+  LowerCtx& ctx;
+  std::function<void(const ir::Node&)> lower_one;
+  std::map<const ir::Node*, const ir::Node*> fused_updates;  // update -> its weight-gradient matmul
+  std::set<const ir::Node*> deferred;                        // those matmuls (lowered with their update)
+  std::set<int> checked_steps;
+};
+
+/// Lowers one of pass fuse's groups (lower_groups.cpp) by the lowering of its `kind` (ir/fusion.h;
+/// "" for a node outside any group), reading its nodes' roles. A group its kind's lowering
+/// cannot take is an InternalError naming it.
+void lower_group(GroupLowering& gl, const std::string& kind, const std::vector<const ir::Node*>& nodes);
 
 /// Node n's attributes completed with the registry's defaults (ctx.fail on an unknown op or bad attrs).
 ir::Attrs completed_attrs(const LowerCtx& ctx, const ir::Node& n);

@@ -320,7 +320,8 @@ void lower_map_group(LowerCtx& ctx, const std::vector<const ir::Node*>& nodes, i
       ir::ValueId v = nodes[k]->inputs[i];
       const Dims& st = ops[k].operand_strides[i];
       if (defined.count(v)) {
-        if (st != out_strides) ctx.fail(*nodes[k], "a fused operand must be read at the element it was computed");
+        if (!at_element(st, out_shape))
+          ctx.fail(*nodes[k], "a fused operand must be read at the element it was computed");
         read_of[k].push_back(-1);
         continue;
       }
@@ -414,7 +415,7 @@ void lower_map_group(LowerCtx& ctx, const std::vector<const ir::Node*>& nodes, i
   // Epilogue: every tensor read is contiguous (checked by the caller), one flat loop over the
   // element range the GEMM's thread hands over.
   for (const Read& r : reads)
-    if (r.strides != out_strides) ctx.fail(*nodes[0], "a GEMM epilogue operand is not contiguous");
+    if (!at_element(r.strides, out_shape)) ctx.fail(*nodes[0], "a GEMM epilogue operand is not contiguous");
   Expr begin = d.kb.index_param("begin"), end = d.kb.index_param("end");
   d.kb.loop("i", begin, end, false, [&](Expr iv) { nest(dims.size(), std::vector<Expr>(reads.size() + 1, iv)); });
   ctx.attach_epilogue(std::move(d));
@@ -447,6 +448,27 @@ void register_map_lowerings(LowerTable& t) {
                          "sgd_update",
                          "adam_update"})
     t[op] = [](LowerCtx& ctx, const ir::Node& n, const ir::Attrs&) { lower_map_group(ctx, {&n}); };
+}
+
+// Whether node n is a map op all of whose results have shape `out` and which reads every value
+// of `run` (computed earlier in the same loop nest) at its own element.
+bool joins_run(const LowerCtx& ctx, const ir::Node& n, const Dims& out, const std::vector<const ir::Node*>& run) {
+  MapOp op;
+  if (!map_op_of(ctx, n, completed_attrs(ctx, n), &op)) return false;
+  for (ir::ValueId o : n.outputs)
+    if (ctx.shape(o) != out) return false;
+  for (size_t i = 0; i < n.inputs.size(); ++i) {
+    bool in_run = false;
+    for (const ir::Node* r : run)
+      for (ir::ValueId o : r->outputs) in_run |= o == n.inputs[i];
+    if (in_run && !reads_at_element(op, i, out)) return false;
+  }
+  return true;
+}
+
+// Reads of value `v` by node `n` (as operand i) at its own element (strides empty or contiguous).
+bool reads_at_element(const MapOp& op, size_t i, const Dims& out) {
+  return i >= op.operand_strides.size() || at_element(op.operand_strides[i], out);
 }
 
 }  // namespace dnnc::codegen

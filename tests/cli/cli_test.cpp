@@ -55,11 +55,13 @@ std::string infer_args(const std::string& extra) {
 
 }  // namespace
 
-TEST_CASE("compile --stats prints kernels and arena figures per graph", "[cli]") {
+TEST_CASE("compile --stats prints kernels, fusion groups and arena figures per graph", "[cli]") {
   Result r = run("compile models/mnist_mlp.dnn --stats");
   INFO(r.out);
   CHECK(r.code == 0);
   CHECK_THAT(r.out, Catch::Contains("train_step: kernels 25 -> 10; arena "));
+  CHECK_THAT(r.out, Catch::Contains("  fuse: linear_epilogue x2 (4 nodes), softmax_xent x1 (4 nodes), matmul_epilogue "
+                                    "x2 (6 nodes), multi_tensor_update x1 (7 nodes)\n"));
   CHECK_THAT(r.out, Catch::Contains("infer: kernels "));
   CHECK_THAT(r.out, Catch::Contains("max-live"));
   CHECK_THAT(r.out, Catch::Contains("select-layout (cpu): transposes 0 -> 0"));

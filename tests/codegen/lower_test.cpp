@@ -6,6 +6,8 @@
 
 #include "codegen/kir/kir_printer.h"
 #include "codegen/lower/coschedule.h"
+#include "ir/check.h"
+#include "ir/fusion.h"
 #include "ir/op_registry.h"
 #include "tests/support/files.h"
 #include "tests/support/models.h"
@@ -219,13 +221,74 @@ TEST_CASE("a group of same-shaped elementwise nodes becomes one loop nest", "[co
     ir::ValueId c = add(g, "tanh", {b});
     g.outputs = {c, a};
   });
-  const ir::Graph& g = m.graphs[0];
-  Program fused = lower_graph(m, g, 3, {}, {{0, 1, 2}});
-  Program plain = lower_graph(m, g, 3);
+  Program plain = lower_graph(m, m.graphs[0], 3);
+  // The group as pass fuse would record it: one elementwise chain.
+  ir::Graph& g = m.graphs[0];
+  g.groups.push_back(ir::FusionGroup{ir::fusion::kElementwise});
+  for (ir::Node& n : g.nodes) {
+    n.group = 0;
+    n.role = ir::fusion::kChain;
+  }
+  Program fused = lower_graph(m, g, 3);
   CHECK(fused.kernels.size() == 1);
   CHECK(plain.kernels.size() == 3);
   // %b lives only inside the fused kernel; %a escapes (it is an output) and is stored.
   CHECK(fused.kernels[0].params.size() == 3);
+}
+
+TEST_CASE("at batch 1 a binary op still joins its chain (a dim of extent 1 has no stride to match)",
+          "[codegen][lower]") {
+  ir::TensorType t{ir::DType::f32, {ir::kBatch, 8}};
+  ir::Module m = one_graph(t, [](ir::Graph& g, ir::ValueId x) {
+    ir::ValueId a = add(g, "relu", {x});
+    g.outputs = {add(g, "mul", {a, x})};
+  });
+  ir::Graph& g = m.graphs[0];
+  g.groups.push_back(ir::FusionGroup{ir::fusion::kElementwise});
+  for (ir::Node& n : g.nodes) {
+    n.group = 0;
+    n.role = ir::fusion::kChain;
+  }
+  for (int64_t batch : {1, 2}) {
+    INFO("batch " << batch);
+    CHECK(lower_graph(m, g, batch).kernels.size() == 1);
+  }
+}
+
+TEST_CASE("a group its kind's lowering cannot take is an internal error naming the group", "[codegen][lower]") {
+  ir::TensorType t{ir::DType::f32, {ir::kBatch, 8}};
+  auto grouped = [&](const std::string& kind, const char* role) {
+    ir::Module m = one_graph(t, [](ir::Graph& g, ir::ValueId x) {
+      ir::ValueId a = add(g, "relu", {x});
+      g.outputs = {add(g, "tanh", {a})};
+    });
+    ir::Graph& g = m.graphs[0];
+    g.groups.push_back(ir::FusionGroup{kind});
+    for (ir::Node& n : g.nodes) {
+      n.group = 0;
+      n.role = role;
+    }
+    return m;
+  };
+  auto error_of = [](const ir::Module& m) -> std::string {
+    try {
+      lower_graph(m, m.graphs[0], 2);
+    } catch (const InternalError& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  // No lowering for the kind at all.
+  std::string unknown = error_of(grouped("gather_scatter", ir::fusion::kChain));
+  CHECK_THAT(unknown, Catch::Contains("internal compiler error in fusion group 0 ('gather_scatter', 2 nodes"));
+  CHECK_THAT(unknown, Catch::Contains("no lowering for fusion groups of kind 'gather_scatter'"));
+  // A softmax_xent group that is not the loss pattern.
+  std::string xent = error_of(grouped(ir::fusion::kSoftmaxXent, ir::fusion::kLoss));
+  CHECK_THAT(xent, Catch::Contains("fusion group 0 ('softmax_xent'"));
+  CHECK_THAT(xent, Catch::Contains("took 0 of the group's 2 nodes"));
+  // An epilogue group whose first node is not its head.
+  std::string headless = error_of(grouped(ir::fusion::epilogue_kind("linear"), ir::fusion::kChain));
+  CHECK_THAT(headless, Catch::Contains("does not start with its head"));
 }
 
 TEST_CASE("lowering errors name the graph and what is wrong", "[codegen][lower]") {
@@ -233,7 +296,6 @@ TEST_CASE("lowering errors name the graph and what is wrong", "[codegen][lower]"
   ir::Module m = one_graph(t, [](ir::Graph& g, ir::ValueId x) { g.outputs = {add(g, "relu", {x})}; });
   const ir::Graph& g = m.graphs[0];
   CHECK_THROWS_WITH(lower_graph(m, g, 0), Catch::Contains("batch must be >= 1"));
-  CHECK_THROWS_WITH(lower_graph(m, g, 2, {}, {{1}}), Catch::Contains("node groups"));
   ir::Module cm = one_graph(ir::TensorType{ir::DType::f32, {ir::kBatch, 2, 3, 3}, ir::Layout::nhwc},
                             [](ir::Graph& g2, ir::ValueId x) { g2.outputs = {add(g2, "relu", {x})}; });
   CHECK_THROWS_WITH(lower_graph(cm, cm.graphs[0], 2), Catch::Contains("row_major"));

@@ -173,3 +173,44 @@ TEST_CASE("verify rejects an input value missing from the input list", "[ir][ver
   fwd(m).inputs.pop_back();
   CHECK_THAT(verify_error(m), Contains("input value %label is not in the graph's input list"));
 }
+
+namespace {
+// fc1 + relu as the linear_epilogue group pass fuse forms.
+Module grouped_mlp() {
+  Module m = mlp_module();
+  Graph& g = fwd(m);
+  g.groups.push_back(FusionGroup{"linear_epilogue"});
+  g.nodes[1].group = g.nodes[2].group = 0;
+  g.nodes[1].role = "head";
+  g.nodes[2].role = "chain";
+  return m;
+}
+}  // namespace
+
+TEST_CASE("verify checks fusion groups: kind, roles, the first node and the head", "[ir][verify]") {
+  CHECK_NOTHROW(verify(grouped_mlp()));
+  Module m = grouped_mlp();
+  fwd(m).groups[0].kind = "gemm_soup";
+  CHECK_THAT(verify_error(m), Contains("fusion group 0 has an unknown kind 'gemm_soup'"));
+  m = grouped_mlp();
+  fwd(m).nodes[2].role = "loss";
+  CHECK_THAT(verify_error(m), Contains("node 2 (relu) in fusion group 0 ('linear_epilogue') has the role 'loss'; "
+                                       "expected one of head, chain, pool, bias_grad"));
+  m = grouped_mlp();
+  fwd(m).nodes[1].role = "chain";
+  CHECK_THAT(verify_error(m), Contains("fusion group 0 ('linear_epilogue') starts with node 1 (linear) of role "
+                                       "'chain'; it must start with its head"));
+  m = grouped_mlp();
+  fwd(m).groups[0].kind = "matmul_epilogue";
+  CHECK_THAT(verify_error(m), Contains("node 1 (linear) is the head of fusion group 0 ('matmul_epilogue'), whose "
+                                       "head must be a matmul"));
+  m = grouped_mlp();
+  fwd(m).nodes[3].role = "chain";
+  CHECK_THAT(verify_error(m), Contains("node 3 (linear) has the fusion role 'chain' but is in no group"));
+  m = grouped_mlp();
+  fwd(m).nodes[3].group = 0;
+  fwd(m).nodes[3].role = "chain";
+  fwd(m).nodes[2].group = -1;
+  fwd(m).nodes[2].role = "";
+  CHECK_THAT(verify_error(m), Contains("fusion group 0 is not contiguous (node 3)"));
+}

@@ -11,7 +11,9 @@ namespace dnnc::test {
 /// infer).
 inline ir::Module compiled_model(const std::string& path, const std::string& target = "cpu") {
   ir::Module m = frontend::compile_file(path);
-  passes::compile(m, {.target = &passes::find_target(target)});
+  passes::CompileOptions options;
+  options.target = &passes::find_target(target);
+  passes::compile(m, options);
   return m;
 }
 
