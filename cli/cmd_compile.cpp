@@ -38,6 +38,37 @@ struct CompileOptions {
   bool stats = false;          // print kernel and memory figures per graph
 };
 
+std::string mib(int64_t bytes) { return fmt::format("{:.2f} MiB", static_cast<double>(bytes) / (1 << 20)); }
+
+int64_t batch_of(const ir::Module& m, const CompileOptions& o) {
+  return o.batch > 0 ? o.batch : (m.train.batch > 0 ? m.train.batch : 1);
+}
+
+codegen::LowerOptions lower_options(const CompileOptions& o) {
+  return o.target == "cuda" ? codegen::cuda_lower_options() : codegen::LowerOptions{};
+}
+
+// What the backend of `o.target` runs for graph `g`: its steps, and the activation arena that
+// plan-memory laid out (the bytes the backend allocates).
+std::string lowered_stats(const ir::Module& m, const ir::Graph& g, const CompileOptions& o) {
+  codegen::Program p;
+  try {
+    p = codegen::lower_graph(m, g, batch_of(m, o), lower_options(o));
+  } catch (const std::runtime_error& e) {  // a user-facing lowering error; internal errors propagate
+    return fmt::format("  codegen ({}): cannot lower: {}\n", o.target, e.what());
+  }
+  int gemms = 0;
+  for (const codegen::Step& s : p.steps) gemms += s.kind == codegen::Step::Kind::gemm;
+  const codegen::ArenaPlan& a = p.arena;
+  auto ratio = [](int64_t x, int64_t y) { return y > 0 ? static_cast<double>(x) / static_cast<double>(y) : 0.0; };
+  return fmt::format(
+      "  codegen ({}): {} steps ({} kernels, {} GEMMs)\n"
+      "  plan-memory ({}): arena {} bytes = {} (buffers apart {} = {:.0f}%, max-live {} = {:.3f}x) at batch {}\n",
+      o.target, p.steps.size(), p.steps.size() - static_cast<size_t>(gemms), gemms, o.target, a.bytes, mib(a.bytes),
+      mib(a.naive_bytes), 100 * ratio(a.bytes, a.naive_bytes), mib(a.max_live_bytes), ratio(a.bytes, a.max_live_bytes),
+      p.batch);
+}
+
 // Runs the default pipeline for `o.target`, printing the IR after a pass (--dump-ir-after) and
 // the per-graph figures (--stats) as asked.
 int run_compile_pipeline(ir::Module& m, const CompileOptions& o, passes::PipelineOptions& p) {
@@ -54,7 +85,7 @@ int run_compile_pipeline(ir::Module& m, const CompileOptions& o, passes::Pipelin
     };
   }
   passes::compile(m, {.target = &passes::find_target(o.target), .layout_report = &layout, .pipeline = p});
-  if (o.stats) std::cout << passes::format_stats(m, &layout);
+  if (o.stats) std::cout << passes::format_stats(m, &layout, [&](const ir::Graph& g) { return lowered_stats(m, g, o); });
   return 0;
 }
 
@@ -71,7 +102,7 @@ int run_compile(const CompileOptions& o) {
   passes::PipelineOptions pipeline;
   run_compile_pipeline(m, o, pipeline);
   if (o.out_dir.empty()) return 0;
-  int64_t batch = o.batch > 0 ? o.batch : (m.train.batch > 0 ? m.train.batch : 1);
+  const int64_t batch = batch_of(m, o);
   std::vector<std::string> graphs = o.graphs.empty() ? std::vector<std::string>{"train_step", "infer"} : o.graphs;
   std::error_code ec;
   fs::create_directories(o.out_dir, ec);
@@ -87,10 +118,8 @@ int run_compile(const CompileOptions& o) {
     if (o.emit == "cuda") {
       source = codegen::print_cuda_file(codegen::lower_graph(m, *g, batch, codegen::cuda_lower_options()));
     } else if (o.emit == "kir") {
-      const bool cuda = o.target == "cuda";
-      codegen::Program p =
-          codegen::lower_graph(m, *g, batch, cuda ? codegen::cuda_lower_options() : codegen::LowerOptions{});
-      source = codegen::print_kir(p, cuda ? codegen::cuda_mapping_notes(p) : codegen::KirNotes{});
+      codegen::Program p = codegen::lower_graph(m, *g, batch, lower_options(o));
+      source = codegen::print_kir(p, o.target == "cuda" ? codegen::cuda_mapping_notes(p) : codegen::KirNotes{});
     } else {
       source = codegen::print_program_cpp(codegen::lower_graph(m, *g, batch));
     }
@@ -117,7 +146,9 @@ void add_compile_command(CLI::App& app, Runner& run) {
   cmd->add_option("--batch", o->batch, "batch size to specialise for (default: the train block's)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--graph", o->graphs, "graphs to generate (default: train_step and infer)");
-  cmd->add_flag("--stats", o->stats, "print kernels before -> after fusion, arena vs naive vs max-live per graph");
+  cmd->add_flag("--stats", o->stats,
+                "print per graph: kernels before -> after fusion, fusion groups, layout choices, the lowered "
+                "steps and the activation arena the --target backend allocates");
   cmd->add_option("--target", o->target,
                   "target of select-layout's cost model and of --emit=kir's lowering (cpu; cuda: not with --emit=cpp)")
       ->check(CLI::IsMember({"cpu", "cuda"}));

@@ -115,7 +115,7 @@ void add_dump_ir_command(CLI::App& app, Runner& run) {
   cmd->add_option("--target", o->target, "target whose cost model select-layout uses")
       ->check(CLI::IsMember({"cpu", "cuda"}));
   cmd->add_flag("--verify-each", o->verify_each, "run the verifier after every pass");
-  cmd->add_flag("--stats", o->stats, "print kernel counts and memory-plan figures instead of the IR");
+  cmd->add_flag("--stats", o->stats, "print kernel counts, fusion groups and layout choices instead of the IR (the arena: compile --stats)");
   cmd->callback([&run, o] { run = [o] { return guarded([&] { return run_dump(*o); }); }; });
 }
 

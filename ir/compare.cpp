@@ -69,21 +69,6 @@ std::string graph_diff(const Graph& a, const Graph& b) {
   for (size_t i = 0; i < a.groups.size(); ++i)
     if (a.groups[i].kind != b.groups[i].kind)
       return fmt::format("fusion group {}: '{}' vs '{}'", i, a.groups[i].kind, b.groups[i].kind);
-  if (a.memory.has_value() != b.memory.has_value()) return "memory plan present in only one graph";
-  if (a.memory) {
-    const MemoryPlan &p = *a.memory, &q = *b.memory;
-    if (p.batch != q.batch || p.arena_bytes != q.arena_bytes || p.naive_bytes != q.naive_bytes ||
-        p.lower_bound_bytes != q.lower_bound_bytes || p.slots.size() != q.slots.size())
-      return "memory plans differ in their totals or slot counts";
-    for (size_t i = 0; i < p.slots.size(); ++i) {
-      const BufferSlot &s = p.slots[i], &t = q.slots[i];
-      if (s.offset != t.offset || s.size != t.size) return fmt::format("memory slot {}: placement differs", i);
-      if (auto d = ids_diff(a, {s.value}, b, {t.value}, "memory slot value"); !d.empty()) return d;
-      if ((s.alias_of == kNoValue) != (t.alias_of == kNoValue)) return fmt::format("memory slot {}: alias differs", i);
-      if (s.alias_of != kNoValue)
-        if (auto d = ids_diff(a, {s.alias_of}, b, {t.alias_of}, "memory slot alias"); !d.empty()) return d;
-    }
-  }
   if (a.updates.size() != b.updates.size()) return fmt::format("{} vs {} updates", a.updates.size(), b.updates.size());
   for (size_t i = 0; i < a.updates.size(); ++i) {
     if (a.updates[i].first != b.updates[i].first)

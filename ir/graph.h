@@ -46,24 +46,6 @@ struct FusionGroup {
   std::string kind;  // the fusion pattern (ir/fusion.h): "linear_epilogue", "elementwise", ...
 };
 
-/// Where one value lives in the activation arena (pass `plan-memory`).
-struct BufferSlot {
-  ValueId value = kNoValue;
-  int64_t offset = 0;  // bytes from the arena base
-  int64_t size = 0;    // bytes
-  ValueId alias_of = kNoValue;  // shares its storage with this value (views, in-place kernels)
-};
-
-/// The static memory plan of one graph at one batch size: every intermediate value that is
-/// materialised gets a slot in one arena; params and optimizer state live elsewhere.
-struct MemoryPlan {
-  int64_t batch = 0;
-  int64_t arena_bytes = 0;        // size of the arena
-  int64_t naive_bytes = 0;        // sum of all materialised intermediates (no reuse)
-  int64_t lower_bound_bytes = 0;  // max over the schedule of bytes simultaneously live
-  std::vector<BufferSlot> slots;
-};
-
 /// An SSA graph. `nodes` is always in a valid topological order; a value is defined once.
 /// After the graph runs, each `updates` entry writes a value back into a module param
 /// (optimizer steps, running statistics); until then every read of `@p` sees the old value.
@@ -75,7 +57,6 @@ struct Graph {
   std::vector<ValueId> outputs;
   std::vector<std::pair<std::string, ValueId>> updates;  // param name <- value
   std::vector<FusionGroup> groups;  // see Node::group
-  std::optional<MemoryPlan> memory;  // set by plan-memory
 
   ValueId add_input(const std::string& name, const TensorType& type);
   /// Returns the value that reads module param `name`, creating it on first use.

@@ -323,7 +323,7 @@ class Parser {
     expect_punct("{");
     size_t first = g.nodes.size();
     while (!at_punct("}")) {
-      if (at_keyword("return") || at_keyword("update") || at_keyword("fused") || at_keyword("memory"))
+      if (at_keyword("return") || at_keyword("update") || at_keyword("fused"))
         error(peek(), "a node inside a fused group");
       std::string role;
       if (peek().kind == Tok::ident) {  // the node's role in the pattern
@@ -338,42 +338,6 @@ class Parser {
     advance();
     if (g.nodes.size() == first) error_at(close.loc, "expected at least one node in a fused group, found none");
     for (size_t i = first; i < g.nodes.size(); ++i) g.nodes[i].group = static_cast<int32_t>(g.groups.size() - 1);
-  }
-
-  /// memory ::= 'memory' attr_dict '{' (operand 'at' int 'size' int ['alias' operand])* '}'
-  void parse_memory(Graph& g) {
-    const Token& start = advance();
-    if (g.memory) error_at(start.loc, "a graph has at most one memory plan");
-    Attrs a = parse_attr_dict();
-    MemoryPlan p;
-    auto get = [&](const char* key, int64_t& into) {
-      auto it = a.find(key);
-      const int64_t* v = it == a.end() ? nullptr : std::get_if<int64_t>(&it->second);
-      if (!v) error_at(start.loc, fmt::format("expected an integer '{}' in the memory plan", key));
-      into = *v;
-    };
-    get("batch", p.batch);
-    get("arena", p.arena_bytes);
-    get("naive", p.naive_bytes);
-    get("max_live", p.lower_bound_bytes);
-    expect_punct("{");
-    while (!at_punct("}")) {
-      BufferSlot b;
-      b.value = parse_operand(g);
-      if (!at_keyword("at")) error(peek(), "'at'");
-      advance();
-      b.offset = parse_int("a byte offset");
-      if (!at_keyword("size")) error(peek(), "'size'");
-      advance();
-      b.size = parse_int("a byte size");
-      if (at_keyword("alias")) {
-        advance();
-        b.alias_of = parse_operand(g);
-      }
-      p.slots.push_back(b);
-    }
-    advance();
-    g.memory = std::move(p);
   }
 
   void check_new_local(const Token& at, const std::string& name) {
@@ -405,10 +369,6 @@ class Parser {
   void parse_stmt(Graph& g) {
     if (at_keyword("fused")) {
       parse_fused(g);
-      return;
-    }
-    if (at_keyword("memory")) {
-      parse_memory(g);
       return;
     }
     if (at_keyword("return")) {

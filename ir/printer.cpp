@@ -83,17 +83,6 @@ void print_graph(std::string& out, const Graph& g, const Module& m, const std::s
   out += "\n";
   for (const auto& [param, id] : g.updates)
     out += indent + "  update " + print_value_name(param, '@') + " = " + operand_name(g, id) + "\n";
-  if (g.memory) {
-    const MemoryPlan& p = *g.memory;
-    out += fmt::format("{}  memory {{batch={}, arena={}, naive={}, max_live={}}} {{\n", indent, p.batch, p.arena_bytes,
-                       p.naive_bytes, p.lower_bound_bytes);
-    for (const BufferSlot& b : p.slots) {
-      out += fmt::format("{}    {} at {} size {}", indent, operand_name(g, b.value), b.offset, b.size);
-      if (b.alias_of != kNoValue) out += " alias " + operand_name(g, b.alias_of);
-      out += "\n";
-    }
-    out += indent + "  }\n";
-  }
   out += indent + "}\n";
 }
 

@@ -1,4 +1,4 @@
-// Analyses shared by fuse, schedule and plan-memory: uses of values, kernel steps, sizes.
+// Analyses shared by fuse and schedule: uses of values, kernel steps, sizes.
 #pragma once
 #include <cstdint>
 #include <vector>

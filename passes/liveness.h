@@ -1,4 +1,5 @@
-// Buffer lifetimes over the kernel schedule, shared by `schedule` and `plan-memory`.
+// Value lifetimes over the kernel schedule at the IR level: the peak `schedule` minimises (the
+// executed arena is planned on the lowered program, codegen/lower/plan_memory.h).
 #pragma once
 #include <cstdint>
 #include <vector>

@@ -16,7 +16,7 @@ namespace dnnc::passes {
 using PassFn = std::function<bool(ir::Module&)>;
 
 struct PassInfo {
-  std::string name;  // kebab-case, e.g. "plan-memory"
+  std::string name;  // kebab-case, e.g. "select-layout"
   std::string summary;
   PassFn run;
 };

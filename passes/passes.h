@@ -60,11 +60,9 @@ bool select_layout(ir::Module& m, const Target& target, LayoutReport* report = n
 /// Graph::groups and makes each group's nodes contiguous.
 bool fuse(ir::Module& m);
 
-/// schedule: reorders kernels (groups kept whole) to lower peak live memory.
+/// schedule: reorders kernels (groups kept whole) to lower peak live memory. The order is the
+/// one codegen lowers, and codegen's plan-memory (codegen/lower/plan_memory.h) places the
+/// lowered buffers over it.
 bool schedule(ir::Module& m);
-
-/// plan-memory: assigns every materialised intermediate an offset in one arena per graph
-/// (Graph::memory), for the train block's batch size.
-bool plan_memory(ir::Module& m);
 
 }  // namespace dnnc::passes

@@ -14,7 +14,6 @@ void register_all_passes(PassRegistry& r, const PassConfig& config) {
          [config](ir::Module& m) { return select_layout(m, *config.target, config.layout_report); }});
   r.add({"fuse", "group nodes into kernels (epilogues, softmax-xent, multi-tensor update)", fuse});
   r.add({"schedule", "reorder kernels to lower peak live memory", schedule});
-  r.add({"plan-memory", "assign intermediates to offsets in one static arena", plan_memory});
 }
 
 std::vector<std::string> default_pipeline() {
@@ -26,8 +25,7 @@ std::vector<std::string> default_pipeline() {
       "simplify",       // CSE + DCE over every graph
       "select-layout",  // transposes into GEMM flags; NCHW/NHWC per region by the target's cost model
       "fuse",           // group nodes into kernels
-      "schedule",       // launch order with a lower memory peak
-      "plan-memory",    // static arena offsets for every intermediate
+      "schedule",       // launch order with a lower memory peak (codegen's plan-memory places the buffers)
   };
 }
 

@@ -96,10 +96,7 @@ bool schedule_graph(ir::Graph& g, int64_t batch) {
 bool schedule(ir::Module& m) {
   bool changed = false;
   int64_t batch = plan_batch(m);
-  for (auto& g : m.graphs) {
-    if (g.memory) continue;  // already planned: a new order would invalidate the plan
-    changed |= schedule_graph(g, batch);
-  }
+  for (auto& g : m.graphs) changed |= schedule_graph(g, batch);
   return changed;
 }
 

@@ -412,7 +412,7 @@ bool select_layout(ir::Module& m, const Target& target, LayoutReport* report) {
   rep.graphs.clear();
   bool changed = false;
   for (ir::Graph& g : m.graphs) {
-    if (!g.groups.empty() || g.memory) continue;  // already fused or planned: layouts are fixed
+    if (!g.groups.empty()) continue;  // already fused: layouts are fixed
     GraphLayoutReport r;
     r.graph = g.name;
     r.transposes_before = count_transposes(g);

@@ -64,10 +64,7 @@ bool simplify(ir::Module& m) {
     if (!g.groups.empty()) continue;  // fused kernels are final: simplify runs before fuse
     bool c = cse(g);
     c |= dce(g);
-    if (c) {
-      compact_values(g);
-      g.memory.reset();  // value ids changed; a plan must be made again
-    }
+    if (c) compact_values(g);
     changed |= c;
   }
   return changed;

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <functional>
 #include <map>
 #include <utility>
 #include <vector>
@@ -16,8 +17,6 @@ int unfused_kernel_count(const ir::Graph& g) {
   for (const auto& node : g.nodes) n += (node.op == "flatten" || node.op == "reshape") ? 0 : 1;
   return n;
 }
-
-static std::string mib(int64_t bytes) { return fmt::format("{:.2f} MiB", static_cast<double>(bytes) / (1 << 20)); }
 
 std::string format_groups(const ir::Graph& g) {
   // Kinds in order of first appearance, with how many groups and nodes each has.
@@ -35,30 +34,22 @@ std::string format_groups(const ir::Graph& g) {
   return out;
 }
 
-std::string format_stats(const ir::Module& m, const LayoutReport* layout) {
+std::string format_stats(const ir::Module& m, const LayoutReport* layout,
+                         const std::function<std::string(const ir::Graph&)>& more) {
   std::string out;
   for (const auto& g : m.graphs) {
-    out += fmt::format("{}: kernels {} -> {}", g.name, unfused_kernel_count(g), kernel_count(g));
-    if (g.memory) {
-      const ir::MemoryPlan& p = *g.memory;
-      double naive =
-          p.naive_bytes ? 100.0 * static_cast<double>(p.arena_bytes) / static_cast<double>(p.naive_bytes) : 0;
-      double bound =
-          p.lower_bound_bytes ? static_cast<double>(p.arena_bytes) / static_cast<double>(p.lower_bound_bytes) : 0;
-      out += fmt::format("; arena {} (naive {} = {:.0f}%, max-live {} = {:.3f}x) at batch {}", mib(p.arena_bytes),
-                         mib(p.naive_bytes), naive, mib(p.lower_bound_bytes), bound, p.batch);
-    }
-    out += "\n";
+    out += fmt::format("{}: kernels {} -> {}\n", g.name, unfused_kernel_count(g), kernel_count(g));
     if (!g.groups.empty()) out += "  fuse: " + format_groups(g) + "\n";
-    if (!layout) continue;
-    for (const GraphLayoutReport& r : layout->graphs) {
-      if (r.graph != g.name) continue;
-      out += fmt::format(
-          "  select-layout ({}): transposes {} -> {} ({} into GEMM flags, {} cancelled); {} of {} activation "
-          "regions nhwc, {} conversions; modelled {:.1f} us (all NCHW: {:.1f} us)\n",
-          layout->target, r.transposes_before, r.transposes_after, r.folded_into_gemm, r.cancelled, r.nhwc_regions,
-          r.regions, r.conversions, r.cost_us, r.row_major_cost_us);
-    }
+    if (layout)
+      for (const GraphLayoutReport& r : layout->graphs) {
+        if (r.graph != g.name) continue;
+        out += fmt::format(
+            "  select-layout ({}): transposes {} -> {} ({} into GEMM flags, {} cancelled); {} of {} activation "
+            "regions nhwc, {} conversions; modelled {:.1f} us (all NCHW: {:.1f} us)\n",
+            layout->target, r.transposes_before, r.transposes_after, r.folded_into_gemm, r.cancelled, r.nhwc_regions,
+            r.regions, r.conversions, r.cost_us, r.row_major_cost_us);
+      }
+    if (more) out += more(g);
   }
   return out;
 }

@@ -1,5 +1,6 @@
-// Compilation statistics: kernel launches before and after fusion, arena vs naive vs max-live.
+// Compilation statistics of the IR: kernel launches before and after fusion, fusion groups, layout.
 #pragma once
+#include <functional>
 #include <string>
 
 #include "ir/graph.h"
@@ -14,12 +15,12 @@ int unfused_kernel_count(const ir::Graph& g);
 /// `conv2d_epilogue x1 (3 nodes), softmax_xent x1 (4 nodes)`.
 std::string format_groups(const ir::Graph& g);
 
-/// One line per graph: `train_step: kernels 27 -> 10; arena 1.2 MiB (naive 3.4 MiB = 35%,
-/// max-live 1.1 MiB = 1.05x) at batch 128`, then (if fuse ran) `  fuse: ` and the
-/// groups by kind (format_groups), then, given select-layout's report, a line
+/// Per graph: `train_step: kernels 27 -> 10` (unfused -> fused launches), then (if fuse ran)
+/// `  fuse: ` and the groups by kind (format_groups), then, given select-layout's report,
 /// `  select-layout (cuda): transposes 2 -> 0 (1 into GEMM flags, 1 cancelled); 1 of 2 activation
-/// regions nhwc, 2 conversions; modelled 12.3 us (all NCHW: 15.0 us)`. Memory figures only where a
-/// plan exists.
-std::string format_stats(const ir::Module& m, const LayoutReport* layout = nullptr);
+/// regions nhwc, 2 conversions; modelled 12.3 us (all NCHW: 15.0 us)`, then what `more` returns
+/// for the graph (the CLI adds codegen's plan-memory figures there).
+std::string format_stats(const ir::Module& m, const LayoutReport* layout = nullptr,
+                         const std::function<std::string(const ir::Graph&)>& more = {});
 
 }  // namespace dnnc::passes

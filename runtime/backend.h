@@ -24,6 +24,10 @@ class Executable {
   /// types with the batch dim bound), returns the graph's outputs and applies its updates to
   /// the params. Throws std::runtime_error naming the input on a dtype/shape mismatch.
   virtual std::vector<Tensor> run(const std::map<std::string, Tensor>& inputs) = 0;
+  /// Bytes of the one activation arena this executable allocated for every intermediate and
+  /// scratch buffer (codegen's plan-memory, Program::arena); 0 for the reference interpreter,
+  /// which keeps each value in a tensor of its own.
+  virtual int64_t arena_bytes() const { return 0; }
 };
 
 class Backend {

@@ -28,7 +28,11 @@ void register_builtin_backends(BackendRegistry& registry) {
   registry.add(
       {"reference", [] { return std::string(); }, [](const BackendOptions&) { return make_reference_backend(); }});
   registry.add({"cpu", [] { return cpu::cpu_backend_unavailable_reason(); },
-                [](const BackendOptions&) { return cpu::make_cpu_backend(); }});
+                [](const BackendOptions& o) {
+                  cpu::CpuOptions co;
+                  co.poison_arena = o.poison_arena;
+                  return std::make_unique<cpu::CpuBackend>(co);
+                }});
   // The cuda plugin (libdnnc_cuda.so), dlopened on first use; see runtime/cuda/plugin_loader.h.
   registry.add({"cuda", [] { return cuda::cuda_backend_unavailable_reason(); },
                 [](const BackendOptions& o) { return cuda::make_cuda_backend(cuda_options(o)); }});
@@ -63,6 +67,11 @@ BackendOptions backend_options_from_env(BackendOptions options) {
     options.gemm_algo = e;
     if (options.gemm_algo != "heuristic" && options.gemm_algo != "tune")
       throw std::invalid_argument(fmt::format("DNNC_CUBLASLT_ALGO is '{}'; expected heuristic or tune", e));
+  }
+  if (const char* e = std::getenv("DNNC_POISON_ARENA"); e && *e) {
+    const std::string v = e;
+    if (v != "0" && v != "1") throw std::invalid_argument(fmt::format("DNNC_POISON_ARENA is '{}'; expected 0 or 1", v));
+    options.poison_arena = v == "1";
   }
   return options;
 }

@@ -17,10 +17,11 @@ struct BackendOptions {
   bool tf32 = false;                      // cuda: GEMMs in TF32 (CudaOptions::tf32)
   std::string cublaslt_epilogues = "on";  // cuda: on, off or log (CudaOptions::epilogues)
   std::string gemm_algo = "heuristic";    // cuda: heuristic or tune (CudaOptions::gemm_algo)
+  bool poison_arena = false;              // cpu: the arena checking mode (CpuOptions::poison_arena)
 };
 
-/// `options` with the fields the environment sets: $DNNC_CUBLASLT_EPILOGUES (on|off|log) and
-/// $DNNC_CUBLASLT_ALGO (heuristic|tune), for the front ends (the CLI, the GPU benchmark) that
+/// `options` with the fields the environment sets: $DNNC_CUBLASLT_EPILOGUES (on|off|log),
+/// $DNNC_CUBLASLT_ALGO (heuristic|tune) and $DNNC_POISON_ARENA (0|1), for the front ends (the CLI, the GPU benchmark) that
 /// document them. Throws std::invalid_argument naming the variable for any other value.
 BackendOptions backend_options_from_env(BackendOptions options);
 

@@ -3,5 +3,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 for f in models/*.dnn; do
-  ${DNNC:-build/dnnc} dump-ir "$f" --after=plan-memory > "tests/passes/golden/$(basename "$f" .dnn).ir"
+  ${DNNC:-build/dnnc} dump-ir "$f" --after=schedule > "tests/passes/golden/$(basename "$f" .dnn).ir"
 done

@@ -24,6 +24,20 @@ const char* scalar_type_name(ScalarType t) {
   return "?";
 }
 
+int scalar_type_bytes(ScalarType t) {
+  switch (t) {
+    case ScalarType::boolean:
+      return 1;
+    case ScalarType::f32:
+      return 4;
+    case ScalarType::i64:
+    case ScalarType::u64:
+    case ScalarType::f64:
+      return 8;
+  }
+  return 8;
+}
+
 bool is_float(ScalarType t) { return t == ScalarType::f32 || t == ScalarType::f64; }
 bool is_int(ScalarType t) { return t == ScalarType::i64 || t == ScalarType::u64; }
 

@@ -12,6 +12,7 @@ namespace dnnc::codegen {
 /// Element and scalar types of KernelIR. `boolean` only appears as the type of comparisons.
 enum class ScalarType : uint8_t { boolean, i64, u64, f32, f64 };
 const char* scalar_type_name(ScalarType t);  // "bool", "i64", "u64", "f32", "f64"
+int scalar_type_bytes(ScalarType t);         // 1, 8, 8, 4, 8
 bool is_float(ScalarType t);
 bool is_int(ScalarType t);  // i64 or u64
 

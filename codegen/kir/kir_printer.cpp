@@ -222,13 +222,19 @@ std::string print_kernel_kir(const Kernel& k, int indent, const KirNotes& notes)
 
 std::string print_kir(const Program& p, const KirNotes& notes) {
   std::string out = fmt::format("// kernel IR of {}.{} at batch {}\n", p.module_name, p.graph_name, p.batch);
-  out += fmt::format("program {}.{} batch {}\n\n", p.module_name, p.graph_name, p.batch);
+  out += fmt::format("program {}.{} batch {}\n", p.module_name, p.graph_name, p.batch);
+  if (p.arena.planned)
+    out += fmt::format("arena {} bytes (naive {}, max-live {})\n", p.arena.bytes, p.arena.naive_bytes,
+                       p.arena.max_live_bytes);
+  out += "\n";
+  const std::vector<BufferLife> life = buffer_lives(p);
   for (size_t i = 0; i < p.buffers.size(); ++i) {
     const Buffer& b = p.buffers[i];
     out += fmt::format("buffer %{} {}: {}", i, b.name, buffer_kind_name(b.kind));
     if (b.kind == BufferKind::alias) out += " of " + buffer_ref(b.alias_of);
     out += fmt::format(" {}[{}]", scalar_type_name(b.dtype), fmt::join(b.shape, ","));
     if (!b.value_name.empty()) out += fmt::format(" \"{}\"", b.value_name);
+    if (b.offset >= 0) out += fmt::format(" at {} live {}..{}", b.offset, life[i].first, life[i].last);
     out += "\n";
   }
   for (size_t i = 0; i < p.steps.size(); ++i) {

@@ -454,10 +454,46 @@ void check_gemm(const Program& p, const Step& s, const std::string& where, std::
 // The buffers a step writes (roots).
 std::set<int> writes_of(const Program& p, const Step& s) { return step_access(p, s).writes; }
 
+// The activation arena (plan_memory): every arena buffer at an aligned offset inside it, no
+// other buffer with one, and no two buffers whose lifetimes meet sharing a byte.
+void check_arena(const Program& p, const std::string& prog) {
+  const ArenaPlan& a = p.arena;
+  const std::vector<BufferLife> life = buffer_lives(p);
+  std::vector<size_t> arena;
+  for (size_t i = 0; i < p.buffers.size(); ++i) {
+    const Buffer& b = p.buffers[i];
+    if (!in_arena(b)) {
+      if (b.offset != -1) fail(prog, fmt::format("{} buffer {} has an arena offset", buffer_kind_name(b.kind), b.name));
+      continue;
+    }
+    if (!a.planned) {
+      if (b.offset != -1) fail(prog, fmt::format("buffer {} has an offset, but the program has no arena plan", b.name));
+      continue;
+    }
+    if (b.offset < 0 || b.offset % kArenaAlign != 0 || b.offset + b.bytes() > a.bytes)
+      fail(prog, fmt::format("buffer {} ({} bytes) at offset {} is not an aligned place in the {}-byte arena", b.name,
+                             b.bytes(), b.offset, a.bytes));
+    arena.push_back(i);
+  }
+  for (size_t x = 0; x < arena.size(); ++x)
+    for (size_t y = x + 1; y < arena.size(); ++y) {
+      const Buffer &b = p.buffers[arena[x]], &c = p.buffers[arena[y]];
+      const BufferLife &lb = life[arena[x]], &lc = life[arena[y]];
+      const bool at_once = lb.first >= 0 && lc.first >= 0 && lb.first <= lc.last && lc.first <= lb.last;
+      const bool share = b.offset < c.offset + c.bytes() && c.offset < b.offset + b.bytes();
+      if (at_once && share)
+        fail(prog, fmt::format("arena buffers {} [{}, {}) and {} [{}, {}) overlap while both are live (times {}..{} "
+                               "and {}..{})",
+                               b.name, b.offset, b.offset + b.bytes(), c.name, c.offset, c.offset + c.bytes(), lb.first,
+                               lb.last, lc.first, lc.last));
+    }
+}
+
 }  // namespace
 
 void verify_program(const Program& p, const KirVerifyOptions& options) {
   const std::string prog = fmt::format("program {}.{} at batch {}", p.module_name, p.graph_name, p.batch);
+  check_arena(p, prog);
   for (size_t i = 0; i < p.buffers.size(); ++i) {
     const Buffer& b = p.buffers[i];
     for (int64_t d : b.shape)

@@ -9,6 +9,9 @@ namespace dnnc::codegen {
 
 /// Checks `p`:
 ///   - buffers: an alias views a root buffer of at least its size;
+///   - the arena (once plan_memory ran): every intermediate and scratch buffer at an aligned
+///     offset inside it, no other buffer with one, and no two buffers live at the same time
+///     (buffer_lives) sharing a byte;
 ///   - steps: kernels exist, each param is bound to a buffer of its type and element count,
 ///     GEMM operands are f32 buffers their sizes, leading dimensions and batch strides fit,
 ///     bias, column sums and activation masks have the sizes the call reads;

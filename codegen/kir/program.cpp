@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace dnnc::codegen {
 
 const char* buffer_kind_name(BufferKind k) {
@@ -27,9 +29,44 @@ int64_t Buffer::numel() const {
   return n;
 }
 
+int64_t Buffer::bytes() const { return numel() * static_cast<int64_t>(scalar_type_bytes(dtype)); }
+
+bool in_arena(const Buffer& b) { return b.kind == BufferKind::intermediate || b.kind == BufferKind::scratch; }
+
 int root_buffer(const Program& p, int b) {
   const Buffer& buf = p.buffers.at(static_cast<size_t>(b));
   return buf.kind == BufferKind::alias ? buf.alias_of : b;
+}
+
+int64_t arena_align(int64_t x) { return (x + kArenaAlign - 1) / kArenaAlign * kArenaAlign; }
+
+std::vector<int> step_times(const Program& p) {
+  std::vector<int> t(p.steps.size(), 0);
+  int now = 0;
+  for (size_t i = 0; i < p.steps.size(); ++i) {
+    t[i] = now;
+    if (!p.steps[i].with_next) ++now;
+  }
+  return t;
+}
+
+std::vector<BufferLife> buffer_lives(const Program& p) {
+  std::vector<BufferLife> life(p.buffers.size());
+  auto touch = [&](int b, int t) {
+    BufferLife& l = life.at(static_cast<size_t>(root_buffer(p, b)));
+    if (l.first < 0 || t < l.first) l.first = t;
+    l.last = std::max(l.last, t);
+  };
+  const std::vector<int> times = step_times(p);
+  for (size_t i = 0; i < p.steps.size(); ++i) {
+    StepAccess a = step_access(p, p.steps[i]);
+    for (int b : a.reads) touch(b, times[i]);
+    for (int b : a.writes) touch(b, times[i]);
+  }
+  const int end = p.steps.empty() ? 0 : times.back() + 1;
+  for (int b : p.outputs) touch(b, end);
+  for (const auto& [name, b] : p.updates) touch(b, end);
+  return life;
 }
 
 namespace {
@@ -66,6 +103,7 @@ StepAccess step_access(const Program& p, const Step& s) {
   add(g.c, false);
   add(g.c, true);
   add(g.col_sums, true);
+  add(g.act_mask, false);
   if (g.epilogue >= 0) add_kernel_args(p.kernels.at(static_cast<size_t>(g.epilogue)));
   return acc;
 }

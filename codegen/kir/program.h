@@ -27,8 +27,17 @@ struct Buffer {
   ScalarType dtype = ScalarType::f32;
   std::vector<int64_t> shape;  // concrete
   int alias_of = -1;           // kind == alias: the buffer whose storage this is (never an alias)
+  /// intermediate and scratch buffers: bytes from the base of the program's activation arena
+  /// (plan_memory, codegen/lower/plan_memory.h); -1 before planning and for every other kind.
+  int64_t offset = -1;
   int64_t numel() const;
+  /// numel() times the element size.
+  int64_t bytes() const;
 };
+
+/// Whether a buffer lives in the activation arena: intermediates and scratch (not inputs,
+/// params, or aliases, which use their root's storage).
+bool in_arena(const Buffer& b);
 
 /// C[M,N] = alpha * op(A)[M,K] * op(B)[K,N] + beta * C, row-major, for `batch` independent
 /// problems whose operands start `stride_*` elements apart (stride 0: the same matrix). With
@@ -90,9 +99,22 @@ struct Step {
   bool with_next = false;
 };
 
+/// The activation arena of a program (plan_memory): one block holding every intermediate and
+/// scratch buffer at its Buffer::offset; params, inputs and optimizer state live outside it.
+struct ArenaPlan {
+  int64_t bytes = 0;           // the block's size: every offset + size fits
+  int64_t naive_bytes = 0;     // every arena buffer in storage of its own (aligned)
+  int64_t max_live_bytes = 0;  // max over steps of the (aligned) bytes live at once: a lower bound
+  bool planned = false;
+};
+
+/// Offsets and sizes in the arena are multiples of this (cuBLAS's and vector loads' alignment).
+inline constexpr int64_t kArenaAlign = 256;
+
 struct Program {
   std::string module_name, graph_name;
   int64_t batch = 1;
+  ArenaPlan arena;
   std::vector<Buffer> buffers;
   std::vector<Kernel> kernels;
   std::vector<Step> steps;
@@ -102,6 +124,22 @@ struct Program {
 
 /// The storage buffer `b` views: `b` itself, or the buffer an alias is of.
 int root_buffer(const Program& p, int b);
+
+/// Steps that run at once (a `with_next` chain) share one time; times count from 0 in step
+/// order. Returns each step's time.
+std::vector<int> step_times(const Program& p);
+
+/// When an arena buffer holds a live value: from the first to the last time a step reads or
+/// writes it, both inclusive; graph outputs and update values are live to `end` (the number of
+/// times: they are read after the run). first < 0 for a buffer no step touches.
+struct BufferLife {
+  int first = -1, last = -1;
+};
+/// Per buffer id (meaningful for arena buffers; alias accesses count for their root).
+std::vector<BufferLife> buffer_lives(const Program& p);
+
+/// `x` rounded up to a multiple of kArenaAlign.
+int64_t arena_align(int64_t x);
 
 /// The buffers (alias roots) a step reads and writes. C of a GEMM counts as both; every kernel
 /// argument counts as read (a written one may be read too).

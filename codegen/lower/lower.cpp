@@ -12,6 +12,7 @@
 
 #include "codegen/kir/kir_verifier.h"
 #include "codegen/lower/coschedule.h"
+#include "codegen/lower/plan_memory.h"
 #include "codegen/lower/lower_ctx.h"
 #include "ir/check.h"
 #include "ir/op_registry.h"
@@ -390,6 +391,7 @@ Program lower_graph(const ir::Module& m, const ir::Graph& g, int64_t batch, cons
   for (ir::ValueId id : g.outputs) ctx.prog.outputs.push_back(ctx.buffer(id));
   for (const auto& [name, id] : g.updates) ctx.prog.updates.emplace_back(name, ctx.buffer(id));
   if (options.coschedule_gemms) coschedule_gemms(ctx.prog);
+  plan_memory(ctx.prog);  // last: every buffer and the step order are final
   verify_program(ctx.prog);  // every build: a broken program is a compiler bug, named here
   return std::move(ctx.prog);
 }

@@ -32,30 +32,66 @@ std::string type_str(const Buffer& b) {
   return fmt::format("{}[{}]", ir::dtype_name(dtype_of(b.dtype)), fmt::join(b.shape, ","));
 }
 
+struct FreeDeleter {
+  void operator()(std::byte* p) const { std::free(p); }
+};
+
+class CpuExecutable;
+thread_local CpuExecutable* t_poisoning = nullptr;  // the executable whose run is poisoning its arena
+void poison_tick(int step);
+
 class CpuExecutable : public Executable {
  public:
-  CpuExecutable(codegen::Program prog, JitLibrary lib, ParamStore& params, int threads)
-      : prog_(std::move(prog)), lib_(std::move(lib)), params_(params), errors_(codegen::program_errors(prog_)) {
+  CpuExecutable(codegen::Program prog, JitLibrary lib, ParamStore& params, int threads, bool poison)
+      : prog_(std::move(prog)), lib_(std::move(lib)), params_(params), errors_(codegen::program_errors(prog_)),
+        poison_(poison) {
+    DNNC_CHECK(prog_.arena.planned, "the cpu backend was given {}.{} without an arena plan", prog_.module_name,
+               prog_.graph_name);
     run_ = reinterpret_cast<RunFn>(lib_.symbol("dnnc_run"));
+    set_tick_ = reinterpret_cast<SetProfilerFn>(lib_.symbol("dnnc_set_profiler"));
     reinterpret_cast<SetThreadsFn>(lib_.symbol("dnnc_set_threads"))(threads);
-    storage_.resize(prog_.buffers.size());
+    // One block for every intermediate and scratch buffer, at the offsets plan-memory chose.
+    if (prog_.arena.bytes > 0) {
+      auto* block = static_cast<std::byte*>(
+          std::aligned_alloc(static_cast<size_t>(codegen::kArenaAlign), static_cast<size_t>(prog_.arena.bytes)));
+      if (!block)
+        fail(fmt::format("cannot allocate the {}-byte activation arena", prog_.arena.bytes));
+      arena_.reset(block);
+    }
     ptrs_.assign(prog_.buffers.size(), nullptr);
-    // A buffer written by exactly one update, and by nothing else, hands its storage to the
-    // param after the run (a swap) instead of being copied.
-    std::vector<int> uses(prog_.buffers.size(), 0);
-    for (const auto& [name, b] : prog_.updates) ++uses[static_cast<size_t>(root(b))];
+    for (size_t i = 0; i < prog_.buffers.size(); ++i)
+      if (codegen::in_arena(prog_.buffers[i])) ptrs_[i] = arena_.get() + prog_.buffers[i].offset;
     for (const auto& [name, b] : prog_.updates) {
-      const Buffer& buf = prog_.buffers[static_cast<size_t>(b)];
       const Buffer& r = prog_.buffers[static_cast<size_t>(root(b))];
       // An update the generated code wrote straight into the param's storage needs nothing.
       in_place_.push_back(r.kind == BufferKind::param && r.value_name == name);
-      swap_.push_back(buf.kind == BufferKind::intermediate && uses[static_cast<size_t>(b)] == 1);
+    }
+    if (poison_) {
+      // Per step: the arena buffers whose lifetime ends with it (the last step of its time).
+      const std::vector<codegen::BufferLife> life = codegen::buffer_lives(prog_);
+      const std::vector<int> times = codegen::step_times(prog_);
+      dies_after_.resize(prog_.steps.size());
+      for (size_t s = 0; s < prog_.steps.size(); ++s) {
+        if (prog_.steps[s].with_next) continue;
+        for (size_t b = 0; b < prog_.buffers.size(); ++b)
+          if (codegen::in_arena(prog_.buffers[b]) && life[b].last == times[s]) dies_after_[s].push_back(static_cast<int>(b));
+      }
     }
   }
 
   std::vector<Tensor> run(const std::map<std::string, Tensor>& inputs) override {
     bind(inputs);
-    int rc = run_(ptrs_.data());
+    int rc = 0;
+    if (poison_) {
+      if (arena_) std::memset(arena_.get(), 0xFF, static_cast<size_t>(prog_.arena.bytes));
+      t_poisoning = this;
+      set_tick_(poison_tick);
+      rc = run_(ptrs_.data());
+      set_tick_(user_tick_);
+      t_poisoning = nullptr;
+    } else {
+      rc = run_(ptrs_.data());
+    }
     if (rc != 0) {
       std::string msg = rc > 0 && rc <= static_cast<int>(errors_.size()) ? errors_[static_cast<size_t>(rc - 1)]
                                                                          : fmt::format("error code {}", rc);
@@ -63,24 +99,34 @@ class CpuExecutable : public Executable {
     }
     std::vector<Tensor> outputs;
     for (int b : prog_.outputs) outputs.push_back(copy_out(b));
-    // Updates: snapshot the copied ones first (a param may update another), then swap.
+    // Updates: snapshot them all first (a param may update another), then store.
     std::vector<Tensor> copies(prog_.updates.size());
     for (size_t i = 0; i < prog_.updates.size(); ++i)
-      if (!swap_[i] && !in_place_[i]) copies[i] = copy_out(prog_.updates[i].second);
-    for (size_t i = 0; i < prog_.updates.size(); ++i) {
-      if (in_place_[i]) continue;
-      const auto& [name, b] = prog_.updates[i];
-      Tensor& dst = params_.tensors[name];
-      if (swap_[i])
-        std::swap(dst, storage_[static_cast<size_t>(b)]);
-      else
-        dst = std::move(copies[i]);
-    }
+      if (!in_place_[i]) copies[i] = copy_out(prog_.updates[i].second);
+    for (size_t i = 0; i < prog_.updates.size(); ++i)
+      if (!in_place_[i]) params_.tensors[prog_.updates[i].first] = std::move(copies[i]);
     return outputs;
   }
 
-  void set_profiler(TickFn tick) { reinterpret_cast<SetProfilerFn>(lib_.symbol("dnnc_set_profiler"))(tick); }
+  int64_t arena_bytes() const override { return prog_.arena.bytes; }
+  const std::byte* arena_base() const { return arena_.get(); }
+  const void* address(int b) const { return ptrs_.at(static_cast<size_t>(b)); }
+
+  void set_profiler(TickFn tick) {
+    user_tick_ = tick;
+    set_tick_(tick);
+  }
   const codegen::Program& program() const { return prog_; }
+
+  // Checking mode: after step `step`, fill the regions of the buffers that died with it (then
+  // tell the profiler, if one is set).
+  void poison_after(int step) {
+    if (step >= 0 && step < static_cast<int>(dies_after_.size()))
+      for (int b : dies_after_[static_cast<size_t>(step)])
+        std::memset(ptrs_[static_cast<size_t>(b)], 0xFF,
+                    static_cast<size_t>(prog_.buffers[static_cast<size_t>(b)].bytes()));
+    if (user_tick_) user_tick_(step);
+  }
 
  private:
   int root(int b) const { return codegen::root_buffer(prog_, b); }
@@ -95,35 +141,20 @@ class CpuExecutable : public Executable {
       fail(fmt::format("{} '{}': expected {}, found {}", what, b.value_name, type_str(b), describe(t)));
   }
 
+  // Inputs and params are bound where they are; arena buffers were bound once, at construction.
   void bind(const std::map<std::string, Tensor>& inputs) {
     for (size_t i = 0; i < prog_.buffers.size(); ++i) {
       const Buffer& b = prog_.buffers[i];
-      switch (b.kind) {
-        case BufferKind::input: {
-          auto it = inputs.find(b.value_name);
-          if (it == inputs.end()) fail(fmt::format("input '{}' ({}) was not given", b.value_name, type_str(b)));
-          check(it->second, b, "input");
-          ptrs_[i] = const_cast<void*>(it->second.data());
-          break;
-        }
-        case BufferKind::param: {
-          const Tensor* t = params_.find(b.value_name);
-          if (!t) fail(fmt::format("param '{}' ({}) is not in the param store", b.value_name, type_str(b)));
-          check(*t, b, "param");
-          ptrs_[i] = const_cast<void*>(t->data());
-          break;
-        }
-        case BufferKind::intermediate:
-        case BufferKind::scratch: {
-          Tensor& t = storage_[i];
-          if (t.empty() || t.dtype() != dtype_of(b.dtype) || t.shape() != b.shape)
-            t = Tensor(dtype_of(b.dtype), b.shape);
-          ptrs_[i] = t.data();
-          break;
-        }
-        case BufferKind::alias:
-          ptrs_[i] = nullptr;
-          break;
+      if (b.kind == BufferKind::input) {
+        auto it = inputs.find(b.value_name);
+        if (it == inputs.end()) fail(fmt::format("input '{}' ({}) was not given", b.value_name, type_str(b)));
+        check(it->second, b, "input");
+        ptrs_[i] = const_cast<void*>(it->second.data());
+      } else if (b.kind == BufferKind::param) {
+        const Tensor* t = params_.find(b.value_name);
+        if (!t) fail(fmt::format("param '{}' ({}) is not in the param store", b.value_name, type_str(b)));
+        check(*t, b, "param");
+        ptrs_[i] = const_cast<void*>(t->data());
       }
     }
     for (size_t i = 0; i < prog_.buffers.size(); ++i)
@@ -145,11 +176,18 @@ class CpuExecutable : public Executable {
   ParamStore& params_;
   std::vector<std::string> errors_;
   RunFn run_ = nullptr;
-  std::vector<Tensor> storage_;  // owned intermediate and scratch buffers, by buffer id
+  SetProfilerFn set_tick_ = nullptr;
+  TickFn user_tick_ = nullptr;
+  std::unique_ptr<std::byte, FreeDeleter> arena_;  // the activation arena (Program::arena)
   std::vector<void*> ptrs_;
-  std::vector<bool> swap_;      // per update
   std::vector<bool> in_place_;  // per update: written into the param's storage by the run
+  bool poison_ = false;
+  std::vector<std::vector<int>> dies_after_;  // poison mode: per step, the buffers whose life ends there
 };
+
+void poison_tick(int step) {
+  if (t_poisoning) t_poisoning->poison_after(step);
+}
 
 }  // namespace
 
@@ -162,10 +200,13 @@ std::unique_ptr<Executable> CpuBackend::compile(const ir::Module& module, const 
                                                 int64_t batch) {
   const ir::Graph* g = module.graph(graph);
   if (!g) throw std::runtime_error(fmt::format("cpu backend: module {} has no graph '{}'", module.name, graph));
-  codegen::Program prog = codegen::lower_graph(module, *g, batch, options_.lower);
+  return compile_program(codegen::lower_graph(module, *g, batch, options_.lower), params);
+}
+
+std::unique_ptr<Executable> CpuBackend::compile_program(codegen::Program prog, ParamStore& params) {
   std::string source = codegen::print_program_cpp(prog);
-  JitLibrary lib = cache_.load(source, fmt::format("{}.{} (batch {})", module.name, graph, batch));
-  return std::make_unique<CpuExecutable>(std::move(prog), std::move(lib), params, threads_);
+  JitLibrary lib = cache_.load(source, fmt::format("{}.{} (batch {})", prog.module_name, prog.graph_name, prog.batch));
+  return std::make_unique<CpuExecutable>(std::move(prog), std::move(lib), params, threads_, options_.poison_arena);
 }
 
 bool set_profiler(Executable& exe, TickFn tick) {
@@ -173,6 +214,16 @@ bool set_profiler(Executable& exe, TickFn tick) {
   if (!e) return false;
   e->set_profiler(tick);
   return true;
+}
+
+ArenaView arena_of(const Executable& exe) {
+  auto* e = dynamic_cast<const CpuExecutable*>(&exe);
+  return e ? ArenaView{e->arena_base(), e->arena_bytes()} : ArenaView{};
+}
+
+const void* buffer_address(const Executable& exe, int b) {
+  auto* e = dynamic_cast<const CpuExecutable*>(&exe);
+  return e ? e->address(b) : nullptr;
 }
 
 const codegen::Program* program_of(const Executable& exe) {

@@ -14,6 +14,11 @@ struct CpuOptions {
   JitOptions jit;
   codegen::LowerOptions lower;
   int threads = 0;  // OpenMP threads per parallel region; 0: all hardware threads
+  /// Checking mode (the test suite turns it on): the arena is filled with NaN (bytes 0xFF) before
+  /// each run and every buffer's region as soon as its lifetime ends, so a value read after its
+  /// region was handed to another (a wrong plan) or before it was written shows up as NaN in
+  /// the results. Off by default: it costs a pass over every dead buffer per step.
+  bool poison_arena = false;
 };
 
 class CpuBackend : public Backend {
@@ -25,6 +30,9 @@ class CpuBackend : public Backend {
   /// the compiler fails (with its log and the generated source's path).
   std::unique_ptr<Executable> compile(const ir::Module& module, const std::string& graph, ParamStore& params,
                                       int64_t batch) override;
+  /// Prints, compiles and loads a program lower_graph made (and verified) for `params`: what
+  /// compile() does after lowering. Throws std::runtime_error if the compiler fails.
+  std::unique_ptr<Executable> compile_program(codegen::Program prog, ParamStore& params);
   JitCache& cache() { return cache_; }
   int threads() const { return threads_; }
 
@@ -40,6 +48,17 @@ class CpuBackend : public Backend {
 /// the same source. Returns false (nothing set) if `exe` is not a cpu executable.
 using TickFn = void (*)(int);
 bool set_profiler(Executable& exe, TickFn tick);
+
+/// The activation arena of a cpu Executable: its base and size (the plan's p.arena.bytes), or
+/// {nullptr, -1} if `exe` is not a cpu executable. Every intermediate and scratch buffer of
+/// program_of(exe) lives at base + Buffer::offset.
+struct ArenaView {
+  const std::byte* base = nullptr;
+  int64_t bytes = -1;
+};
+ArenaView arena_of(const Executable& exe);
+/// Where buffer `b` of program_of(exe) is bound in the last run (nullptr before one).
+const void* buffer_address(const Executable& exe, int b);
 
 /// The Program a cpu Executable runs (its steps and their IR comments), or nullptr if `exe` is
 /// not a cpu executable.

@@ -3,6 +3,7 @@
 #include "codegen/kir/kir_printer.h"
 
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 #include <cmath>
 
 #include "codegen/lower/lower.h"
@@ -48,8 +49,13 @@ TEST_CASE("a program prints its buffers, its steps with their IR nodes, outputs 
   ir::Module m = test::compiled_model("models/mnist_mlp.dnn");
   Program p = lower_graph(m, *m.graph("train_step"), 8);
   std::string text = print_kir(p);
-  CHECK_THAT(text, Catch::StartsWith("// kernel IR of MnistMLP.train_step at batch 8\nprogram MnistMLP.train_step "
-                                     "batch 8\n\nbuffer %0 in_image: input f32[8,1,28,28] \"image\"\n"));
+  CHECK_THAT(text, Catch::StartsWith(fmt::format("// kernel IR of MnistMLP.train_step at batch 8\nprogram "
+                                                 "MnistMLP.train_step batch 8\narena {} bytes (naive {}, max-live "
+                                                 "{})\n\nbuffer %0 in_image: input f32[8,1,28,28] \"image\"\n",
+                                                 p.arena.bytes, p.arena.naive_bytes, p.arena.max_live_bytes)));
+  // Arena buffers print their offset and the step times they are live.
+  CHECK_THAT(text, Catch::Contains(fmt::format("buffer %16 v_h1: intermediate f32[8,512] \"h1\" at {} live 0..",
+                                               p.buffers[16].offset)));
   CHECK_THAT(text, Catch::Contains("buffer %2 p_fc1_weight: param f32[512,784] \"fc1.weight\"\n"));
   CHECK_THAT(text, Catch::Contains(" alias of %"));
   CHECK_THAT(text, Catch::Contains("  // %h1 = relu(%1)\n"));

@@ -17,6 +17,7 @@ namespace dnnc::test {
 inline runtime::cpu::CpuOptions cpu_test_options() {
   runtime::cpu::CpuOptions o;
   o.jit.cache_dir = DNNC_TEST_CACHE_DIR;
+  o.poison_arena = true;  // every cpu test runs in the arena checking mode
   return o;
 }
 

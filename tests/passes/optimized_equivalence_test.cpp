@@ -1,4 +1,4 @@
-// The whole optimized pipeline (simplify, fuse, schedule, plan-memory) computes exactly what the
+// The whole optimized pipeline (simplify, fuse, schedule) computes exactly what the
 // unoptimized train step computes: 3 steps of every model on fresh random inputs, through the
 // reference interpreter, compared on outputs and every updated param (rel err <= 1e-5).
 #include <catch2/catch.hpp>
