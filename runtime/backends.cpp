@@ -46,6 +46,7 @@ cuda::CudaOptions cuda_options(const BackendOptions& o) {
                  : o.cublaslt_epilogues == "log" ? cuda::CudaOptions::Epilogues::log
                                                  : cuda::CudaOptions::Epilogues::on;
   co.gemm_algo = o.gemm_algo == "tune" ? cuda::CudaOptions::GemmAlgo::tune : cuda::CudaOptions::GemmAlgo::heuristic;
+  co.poison_arena = o.poison_arena;
   return co;
 }
 

@@ -17,7 +17,7 @@ struct BackendOptions {
   bool tf32 = false;                      // cuda: GEMMs in TF32 (CudaOptions::tf32)
   std::string cublaslt_epilogues = "on";  // cuda: on, off or log (CudaOptions::epilogues)
   std::string gemm_algo = "heuristic";    // cuda: heuristic or tune (CudaOptions::gemm_algo)
-  bool poison_arena = false;              // cpu: the arena checking mode (CpuOptions::poison_arena)
+  bool poison_arena = false;              // cpu, cuda: the arena checking mode (CpuOptions::poison_arena)
 };
 
 /// `options` with the fields the environment sets: $DNNC_CUBLASLT_EPILOGUES (on|off|log),

@@ -2,7 +2,8 @@
 // compiled by NVRTC to a CUBIN for the device (PTX when NVRTC does not know the device's arch),
 // cached on disk, loaded with cudaLibraryLoadData (no link against libcuda), and its steps —
 // kernels, cuBLASLt GEMMs, param updates — are captured once into a CUDA graph that every run
-// replays. All buffers live in one device arena. See docs/cuda.md (what is verified where).
+// replays. Everything lives in one device allocation (codegen/cuda/cuda_layout.h), its
+// activation arena exactly as plan-memory laid it out. See docs/cuda.md (what is verified where).
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
@@ -15,6 +16,7 @@
 #include <memory>
 #include <stdexcept>
 
+#include "codegen/cuda/cuda_layout.h"
 #include "codegen/cuda/cuda_printer.h"
 #include "codegen/lower/lower.h"
 #include "runtime/backend.h"
@@ -84,11 +86,13 @@ struct Context {
 
   bool log_epilogues = false;  // CudaOptions::Epilogues::log: one stderr line per GEMM plan
   bool tune_gemms = false;     // CudaOptions::GemmAlgo::tune: time the heuristic's candidates, keep the fastest
+  bool poison_arena = false;   // CudaOptions::poison_arena
 
   explicit Context(const CudaOptions& o) : cache(o.cache_dir) {
     gemm.tf32 = o.tf32;
     gemm.activation_epilogues = o.epilogues != CudaOptions::Epilogues::off;
     log_epilogues = o.epilogues == CudaOptions::Epilogues::log;
+    poison_arena = o.poison_arena;
     if (o.gemm_algo == CudaOptions::GemmAlgo::tune) {
       tune_gemms = true;
       gemm.candidates = kTuneCandidates;
@@ -137,6 +141,7 @@ class CudaExecutable final : public Executable, public ResidentTrainer, public K
       load_kernels();
       plan_arena();
       plan_gemms();
+      if (ctx_->poison_arena) plan_poison();
     } catch (...) {
       release();  // (no destructor runs for a constructor that throws)
       throw;
@@ -184,6 +189,8 @@ class CudaExecutable final : public Executable, public ResidentTrainer, public K
     for (size_t i = 0; i < prog_.updates.size(); ++i) params_.tensors[prog_.updates[i].first] = std::move(updated[i]);
     return outputs;
   }
+
+  int64_t arena_bytes() const override { return prog_.arena.bytes; }
 
   // ---- KernelProfiler ----
 
@@ -400,51 +407,48 @@ class CudaExecutable final : public Executable, public ResidentTrainer, public K
     DNNC_CUDA_CHECK(cudaLibraryGetKernel(&record_, lib_, "dnnc_record_loss"));
   }
 
-  // One cudaMalloc: every non-alias buffer (inputs, params, intermediates, scratch), update
-  // snapshots, the error flag, the resident trainer's counter/order/ring and the GEMM workspace.
+  // One cudaMalloc laid out by codegen::cuda_device_layout: inputs and params, the activation
+  // arena at plan-memory's offsets, update snapshots, the error flag, the resident trainer's
+  // counter and ring, the GEMM workspace and the ReLU masks; the sample order after them.
   void plan_arena() {
-    size_t off = 0;
-    offset_.assign(prog_.buffers.size(), 0);
-    for (size_t i = 0; i < prog_.buffers.size(); ++i) {
-      const Buffer& b = prog_.buffers[i];
-      if (b.kind == BufferKind::alias) continue;
-      offset_[i] = off;
-      off = align_up(off + static_cast<size_t>(b.numel()) * elem_bytes(b.dtype));
+    const codegen::CudaDeviceLayout l =
+        codegen::cuda_device_layout(prog_, cprog_, static_cast<int64_t>(ctx_->gemm.workspace_bytes), kRing);
+    for (int64_t o : l.buffer) offset_.push_back(static_cast<size_t>(std::max<int64_t>(o, 0)));
+    for (const codegen::CudaDeviceLayout::Update& u : l.updates) {
+      update_target_.push_back(u.target);
+      update_snapshot_.push_back(u.snapshot < 0 ? SIZE_MAX : static_cast<size_t>(u.snapshot));
+      update_home_.push_back(static_cast<size_t>(u.home));
     }
-    // Where each param's new value lives after a step: the param's own buffer if the graph reads
-    // it (the step copies the update there), else the buffer that computed it.
-    for (const auto& [name, src] : prog_.updates) {
-      int home = -1;
-      for (size_t i = 0; i < prog_.buffers.size(); ++i)
-        if (prog_.buffers[i].kind == BufferKind::param && prog_.buffers[i].value_name == name)
-          home = static_cast<int>(i);
-      size_t snapshot = SIZE_MAX;
-      if (home >= 0 && root(src) == home) {  // updated in place by its kernel: nothing to copy
-      } else if (home >= 0 && prog_.buffers[static_cast<size_t>(root(src))].kind == BufferKind::param) {
-        snapshot = off;  // copied before any param is overwritten
-        off = align_up(off + static_cast<size_t>(prog_.buffers[static_cast<size_t>(src)].numel()) * 4 * 2);
-      }
-      update_target_.push_back(home);
-      update_snapshot_.push_back(snapshot);
-      update_home_.push_back(home >= 0 ? offset_[static_cast<size_t>(home)] : offset_[static_cast<size_t>(root(src))]);
-    }
-    err_offset_ = off;
-    off = align_up(off + sizeof(int));
-    counter_offset_ = off;
-    off = align_up(off + sizeof(int64_t));
-    ring_offset_ = off;
-    off = align_up(off + kRing * sizeof(float));
-    workspace_offset_ = off;
-    off = align_up(off + ctx_->gemm.workspace_bytes);
-    for (const codegen::CudaReluMask& m : cprog_.relu_masks) {  // written by relu_aux GEMMs
-      mask_offset_.push_back(off);
-      off = align_up(off + static_cast<size_t>(m.bytes()));
-    }
-    order_offset_ = SIZE_MAX;  // sized by the dataset: allocated at the end, see load_dataset
-    arena_bytes_ = off;
+    for (int64_t m : l.masks) mask_offset_.push_back(static_cast<size_t>(m));
+    err_offset_ = static_cast<size_t>(l.err);
+    counter_offset_ = static_cast<size_t>(l.counter);
+    ring_offset_ = static_cast<size_t>(l.ring);
+    workspace_offset_ = static_cast<size_t>(l.workspace);
+    activation_offset_ = static_cast<size_t>(l.arena_offset);
+    arena_bytes_ = static_cast<size_t>(l.bytes);
     DNNC_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&arena_), arena_bytes_ + max_order_bytes()));
     order_offset_ = arena_bytes_;
     DNNC_CUDA_CHECK(cudaMemsetAsync(arena_, 0, arena_bytes_, ctx_->stream));
+  }
+
+  // Checking mode: per stream op, the arena buffers whose lifetime ends with it (the last op of
+  // the last step of a step time); enqueue fills them with NaN bytes right after it.
+  void plan_poison() {
+    const std::vector<codegen::BufferLife> life = codegen::buffer_lives(prog_);
+    const std::vector<int> times = codegen::step_times(prog_);
+    std::vector<int> last_op(prog_.steps.size(), -1);
+    for (size_t i = 0; i < stream_ops_.size(); ++i) last_op[static_cast<size_t>(op_step(stream_ops_[i]))] = static_cast<int>(i);
+    poison_after_.assign(stream_ops_.size(), {});
+    for (size_t s = 0; s < prog_.steps.size(); ++s) {
+      if (prog_.steps[s].with_next || last_op[s] < 0) continue;
+      for (size_t b = 0; b < prog_.buffers.size(); ++b)
+        if (codegen::in_arena(prog_.buffers[b]) && life[b].last == times[s])
+          poison_after_[static_cast<size_t>(last_op[s])].push_back(static_cast<int>(b));
+    }
+  }
+
+  int op_step(const codegen::CudaStreamOp& op) const {
+    return op.kind == codegen::CudaStreamOp::Kind::gemm ? op.index : cprog_.kernels[static_cast<size_t>(op.index)].step;
   }
 
   // A cuBLASLt plan per GEMM step, in program order, with the activation epilogue the printer
@@ -576,18 +580,26 @@ class CudaExecutable final : public Executable, public ResidentTrainer, public K
                                          dim3(256), args, 0, s));
       }
     }
+    // Checking mode: the whole activation arena starts as NaN bytes.
+    if (ctx_->poison_arena && prog_.arena.bytes > 0)
+      DNNC_CUDA_CHECK(cudaMemsetAsync(dev(activation_offset_), 0xFF, static_cast<size_t>(prog_.arena.bytes), s));
     // Kernels and GEMMs in program order; a GEMM's epilogue and column-sum kernels only where
     // its cuBLASLt epilogue does not do their work (codegen::cuda_launch_sequence).
-    for (const codegen::CudaStreamOp& op : stream_ops_) {
+    for (size_t i = 0; i < stream_ops_.size(); ++i) {
+      const codegen::CudaStreamOp& op = stream_ops_[i];
       if (op.kind == codegen::CudaStreamOp::Kind::kernel) {
         launch_kernel(static_cast<size_t>(op.index));
-        continue;
+      } else {
+        const codegen::GemmCall& g = prog_.steps[static_cast<size_t>(op.index)].gemm;
+        const float* bias = g.bias >= 0 ? static_cast<const float*>(buf(g.bias)) : nullptr;
+        gemms_[static_cast<size_t>(op.index)]->run(s, static_cast<const float*>(buf(g.a)),
+                                                   static_cast<const float*>(buf(g.b)), bias,
+                                                   static_cast<float*>(buf(g.c)), dev(workspace_offset_));
       }
-      const codegen::GemmCall& g = prog_.steps[static_cast<size_t>(op.index)].gemm;
-      const float* bias = g.bias >= 0 ? static_cast<const float*>(buf(g.bias)) : nullptr;
-      gemms_[static_cast<size_t>(op.index)]->run(s, static_cast<const float*>(buf(g.a)),
-                                                 static_cast<const float*>(buf(g.b)), bias,
-                                                 static_cast<float*>(buf(g.c)), dev(workspace_offset_));
+      if (ctx_->poison_arena)
+        for (int b : poison_after_[i])
+          DNNC_CUDA_CHECK(cudaMemsetAsync(buf(b), 0xFF,
+                                          static_cast<size_t>(prog_.buffers[static_cast<size_t>(b)].bytes()), s));
     }
     auto bytes = [&](int b) { return static_cast<size_t>(prog_.buffers[static_cast<size_t>(b)].numel()) * 4; };
     for (size_t u = 0; u < prog_.updates.size(); ++u) {
@@ -662,6 +674,8 @@ class CudaExecutable final : public Executable, public ResidentTrainer, public K
   std::vector<int> update_target_;
   std::vector<size_t> update_snapshot_, update_home_;
   size_t err_offset_ = 0, counter_offset_ = 0, ring_offset_ = 0, workspace_offset_ = 0, order_offset_ = 0;
+  size_t activation_offset_ = 0;               // the activation arena (Program::arena) in the allocation
+  std::vector<std::vector<int>> poison_after_;  // checking mode: per stream op, the buffers that die with it
   cudaGraphExec_t graph_ = nullptr, resident_graph_ = nullptr;
   std::vector<void*> dataset_;
   int64_t samples_ = -1;

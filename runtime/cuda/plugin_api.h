@@ -15,7 +15,7 @@ class Tensor;
 }  // namespace dnnc::runtime
 
 /// Bumped when anything below changes; the core refuses a plugin with another value.
-#define DNNC_CUDA_PLUGIN_ABI 3
+#define DNNC_CUDA_PLUGIN_ABI 4
 
 namespace dnnc::runtime::cuda {
 
@@ -32,6 +32,9 @@ struct CudaOptions {
   /// of its candidates before the first step and keep the fastest.
   enum class GemmAlgo : uint8_t { heuristic, tune };
   GemmAlgo gemm_algo = GemmAlgo::heuristic;
+  /// The arena checking mode (as the cpu backend's CpuOptions::poison_arena): the activation
+  /// arena is set to NaN bytes at the start of each step and each buffer when its life ends.
+  bool poison_arena = false;
 };
 
 }  // namespace dnnc::runtime::cuda

@@ -18,7 +18,8 @@ struct Result {
 // Runs `ENV dnnc ARGS` (ENV: shell variable assignments, may be empty).
 Result run_env(const std::string& env, const std::string& args) {
   Result r;
-  std::string cmd = env + " " + std::string(DNNC_EXE) + " " + args + " 2>&1";
+  // DNNC_POISON_ARENA=1: the arena checking mode, as every backend run of the suite.
+  std::string cmd = "DNNC_POISON_ARENA=1 " + env + " " + std::string(DNNC_EXE) + " " + args + " 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
   REQUIRE(p);
   std::array<char, 4096> buf{};

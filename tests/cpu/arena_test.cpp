@@ -9,36 +9,14 @@
 
 #include "codegen/kir/kir_verifier.h"
 #include "cpu_test_util.h"
+#include "tests/support/dnnc_stats.h"
 
 using namespace dnnc;
 
 namespace {
 
-std::string run_dnnc(const std::string& args) {
-  std::string cmd = std::string(DNNC_EXE) + " " + args + " 2>&1";
-  FILE* f = popen(cmd.c_str(), "r");
-  REQUIRE(f);
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
-  REQUIRE(pclose(f) == 0);
-  return out;
-}
-
-// The arena bytes per graph in `dnnc compile --stats` output.
-std::map<std::string, int64_t> stats_arenas(const std::string& out) {
-  std::map<std::string, int64_t> arenas;
-  std::regex graph(R"(^(\w+): kernels )"), arena(R"(^  plan-memory \(cpu\): arena (\d+) bytes)");
-  std::string current;
-  std::istringstream in(out);
-  for (std::string line; std::getline(in, line);) {
-    std::smatch m;
-    if (std::regex_search(line, m, graph)) current = m[1];
-    if (std::regex_search(line, m, arena)) arenas[current] = std::stoll(m[1]);
-  }
-  return arenas;
-}
+std::string run_dnnc(const std::string& args) { return test::run_dnnc_ok(DNNC_EXE, args); }
+std::map<std::string, int64_t> stats_arenas(const std::string& out) { return test::stats_arenas(out, "cpu"); }
 
 int buffer_of(const codegen::Program& p, const std::string& name) {
   for (size_t i = 0; i < p.buffers.size(); ++i)

@@ -29,6 +29,7 @@ constexpr double kTol = 1e-4;
 runtime::cuda::CudaOptions test_options() {
   runtime::cuda::CudaOptions o;
   o.cache_dir = DNNC_TEST_CUDA_CACHE_DIR;
+  o.poison_arena = true;  // the arena checking mode, as in every cpu test
   return o;
 }
 

@@ -97,11 +97,26 @@ EmuProgram::EmuProgram(codegen::Program p, const std::string& cache_dir, const s
     if (!fn) throw std::runtime_error("the emulator library has no wrapper for " + cp_.kernels[i].name);
     calls_.push_back(fn);
   }
-  for (const Buffer& b : p_.buffers) {
-    size_t bytes = b.kind == BufferKind::alias ? 0 : static_cast<size_t>(b.numel()) * elem_bytes(b.dtype);
-    void* mem = std::aligned_alloc(256, (bytes + 255) / 256 * 256 + 256);
-    std::memset(mem, 0, (bytes + 255) / 256 * 256 + 256);
-    storage_.emplace_back(static_cast<char*>(mem), std::free);
+  layout_ = codegen::cuda_device_layout(p_, cp_, 0, 0);
+  block_.reset(static_cast<char*>(std::aligned_alloc(256, static_cast<size_t>(layout_.bytes) + 256)));
+  std::memset(block_.get(), 0, static_cast<size_t>(layout_.bytes) + 256);
+  // The checking mode: after the last op of the last step of each step time, the buffers whose
+  // life ends there.
+  const std::vector<codegen::BufferLife> life = codegen::buffer_lives(p_);
+  const std::vector<int> times = codegen::step_times(p_);
+  std::vector<int> last_op(p_.steps.size(), -1);
+  for (size_t i = 0; i < ops_.size(); ++i) {
+    const codegen::CudaStreamOp& op = ops_[i];
+    const int step =
+        op.kind == codegen::CudaStreamOp::Kind::gemm ? op.index : cp_.kernels.at(static_cast<size_t>(op.index)).step;
+    last_op.at(static_cast<size_t>(step)) = static_cast<int>(i);
+  }
+  poison_after_.assign(ops_.size(), {});
+  for (size_t st = 0; st < p_.steps.size(); ++st) {
+    if (p_.steps[st].with_next || last_op[st] < 0) continue;
+    for (size_t b = 0; b < p_.buffers.size(); ++b)
+      if (codegen::in_arena(p_.buffers[b]) && life[b].last == times[st])
+        poison_after_[static_cast<size_t>(last_op[st])].push_back(static_cast<int>(b));
   }
 }
 
@@ -109,7 +124,9 @@ EmuProgram::~EmuProgram() {
   // The library is kept loaded: fiber stacks and statics live in it, and unloading it buys nothing.
 }
 
-char* EmuProgram::buf(int b) { return storage_.at(static_cast<size_t>(codegen::root_buffer(p_, b))).get(); }
+char* EmuProgram::buf(int b) { return block_.get() + layout_.buffer.at(static_cast<size_t>(b)); }
+
+const char* EmuProgram::address(int b) const { return block_.get() + layout_.buffer.at(static_cast<size_t>(b)); }
 
 void EmuProgram::launch(size_t kernel) {
   const codegen::CudaKernel& k = cp_.kernels.at(kernel);
@@ -212,11 +229,15 @@ std::vector<runtime::Tensor> EmuProgram::run(const std::map<std::string, runtime
     std::memcpy(buf(static_cast<int>(i)), t->data(), t->nbytes());
   }
   err_ = 0;
-  for (const codegen::CudaStreamOp& op : ops_) {
+  std::memset(block_.get() + layout_.arena_offset, 0xFF, static_cast<size_t>(layout_.arena_bytes));
+  for (size_t i = 0; i < ops_.size(); ++i) {
+    const codegen::CudaStreamOp& op = ops_[i];
     if (op.kind == codegen::CudaStreamOp::Kind::kernel)
       launch(static_cast<size_t>(op.index));
     else if (err_ == 0)  // (a GEMM does not look at the error flag; after a failure its inputs may be garbage)
       gemm(static_cast<size_t>(op.index), op.act);
+    for (int b : poison_after_[i])
+      std::memset(buf(b), 0xFF, static_cast<size_t>(p_.buffers[static_cast<size_t>(b)].bytes()));
   }
   if (err_ != 0) {
     std::vector<std::string> errors = codegen::program_errors(p_);

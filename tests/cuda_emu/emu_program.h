@@ -5,7 +5,9 @@
 // column-major matmul of codegen::lt_problem, with the activation epilogues as cuBLASLt
 // documents them (RELU_AUX writes a bit mask that DRELU reads; DRELU_BGRAD sums D's columns
 // into the bias gradient). Which epilogues the emulated cuBLASLt "has" is the caller's choice,
-// and the launch sequence is the backend's own (codegen::cuda_launch_sequence).
+// and the launch sequence is the backend's own (codegen::cuda_launch_sequence). Memory is the
+// backend's layout (codegen::cuda_device_layout): one block, the activation arena at
+// plan-memory's offsets, in the arena checking mode (NaN bytes in every buffer whose life ended).
 #pragma once
 #include <map>
 #include <memory>
@@ -13,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/cuda/cuda_layout.h"
 #include "codegen/cuda/cuda_printer.h"
 #include "codegen/kir/program.h"
 #include "runtime/reference/interpreter.h"
@@ -42,6 +45,11 @@ class EmuProgram {
   const codegen::CudaProgram& cuda() const { return cp_; }
   /// The activation epilogue the emulated cuBLASLt runs for each step (none for kernel steps).
   const std::vector<codegen::CudaLtAct>& taken() const { return taken_; }
+  /// The device layout the program runs in, and the block it is in.
+  const codegen::CudaDeviceLayout& layout() const { return layout_; }
+  const char* block() const { return block_.get(); }
+  /// Where buffer `b` lives.
+  const char* address(int b) const;
 
  private:
   void launch(size_t kernel);
@@ -56,7 +64,9 @@ class EmuProgram {
   void (*set_reverse_)(int) = nullptr;
   bool reverse_ = false;
   std::vector<void (*)(void**)> calls_;
-  std::vector<std::unique_ptr<char, void (*)(void*)>> storage_;  // per root buffer, 256-byte aligned
+  codegen::CudaDeviceLayout layout_;
+  std::unique_ptr<char, void (*)(void*)> block_{nullptr, std::free};  // layout_.bytes, 256-byte aligned
+  std::vector<std::vector<int>> poison_after_;  // per op of ops_: the arena buffers whose life ends with it
   std::vector<std::vector<uint8_t>> masks_;                       // per CudaReluMask
   std::vector<codegen::CudaLtAct> taken_;
   std::vector<codegen::CudaStreamOp> ops_;

@@ -31,7 +31,8 @@ namespace {
 pid_t spawn_dnnc(const TempDir& dir, const std::string& args, const std::map<std::string, std::string>& env,
                  const std::string& tag) {
   const std::string cmd =
-      "exec " + std::string(DNNC_BINARY) + " " + args + " >" + dir.file(tag + ".out") + " 2>" + dir.file(tag + ".err");
+      "DNNC_POISON_ARENA=1 exec " + std::string(DNNC_BINARY) + " " + args + " >" + dir.file(tag + ".out") + " 2>" +
+      dir.file(tag + ".err");
   const pid_t pid = fork();
   if (pid == 0) {
     for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);

@@ -75,7 +75,8 @@ struct CliResult {
 inline CliResult run_cli(const std::string& binary, const TempDir& dir, const std::string& env,
                          const std::string& args) {
   std::string out = dir.file("stdout.txt"), err = dir.file("stderr.txt");
-  std::string cmd = env + (env.empty() ? "" : " ") + binary + " " + args + " >" + out + " 2>" + err;
+  // DNNC_POISON_ARENA=1: the run is in the arena checking mode, as every backend run of the suite.
+  std::string cmd = "DNNC_POISON_ARENA=1 " + env + (env.empty() ? "" : " ") + binary + " " + args + " >" + out + " 2>" + err;
   int status = std::system(cmd.c_str());
   CliResult r;
   r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
