@@ -34,6 +34,7 @@ struct CompileOptions {
   int64_t batch = 0;  // 0: the train block's batch, or 1 without one
   std::vector<std::string> graphs;
   std::string target = "cpu";  // select-layout's target
+  std::string layout = "auto";  // select-layout's choice: the cost model, or forced nchw / nhwc
   std::string dump_ir_after;   // print the IR to stderr after this pass ("all": after each)
   bool stats = false;          // print kernel and memory figures per graph
 };
@@ -84,7 +85,9 @@ int run_compile_pipeline(ir::Module& m, const CompileOptions& o, passes::Pipelin
                   << ir::print(mod);
     };
   }
-  passes::compile(m, {.target = &passes::find_target(o.target), .layout_report = &layout, .pipeline = p});
+  passes::compile(m, {.target = &passes::find_target(o.target), .layout_report = &layout,
+                         .layout = passes::parse_layout_choice(o.layout),
+                         .pipeline = p});
   if (o.stats) std::cout << passes::format_stats(m, &layout, [&](const ir::Graph& g) { return lowered_stats(m, g, o); });
   return 0;
 }
@@ -152,6 +155,8 @@ void add_compile_command(CLI::App& app, Runner& run) {
   cmd->add_option("--target", o->target,
                   "target of select-layout's cost model and of --emit=kir's lowering (cpu; cuda: not with --emit=cpp)")
       ->check(CLI::IsMember({"cpu", "cuda"}));
+  cmd->add_option("--layout", o->layout, "activation layout: auto (the target's cost model), nchw or nhwc (forced)")
+      ->check(CLI::IsMember({"auto", "nchw", "nhwc"}));
   cmd->add_option("--dump-ir-after", o->dump_ir_after, "print the IR to stderr after this pass ('all': every pass)");
   cmd->callback([&run, o] { run = [o] { return guarded([&] { return run_compile(*o); }); }; });
 }

@@ -35,6 +35,7 @@ struct DumpOptions {
   std::string format = "text";
   std::string graph;
   std::string target = "cpu";
+  std::string layout = "auto";
   bool verify_each = false;
   bool stats = false;
 };
@@ -71,11 +72,15 @@ int run_dump(const DumpOptions& o) {
     p.after_pass = [&](const std::string& pass, const ir::Module& mod, bool changed) {
       std::cout << fmt::format("// ----- IR after {}{} -----\n", pass, changed ? "" : " (unchanged)") << render(mod, o);
     };
-    passes::compile(m, {.target = &passes::find_target(o.target), .layout_report = &layout, .pipeline = p});
+    passes::compile(m, {.target = &passes::find_target(o.target), .layout_report = &layout,
+                         .layout = passes::parse_layout_choice(o.layout),
+                         .pipeline = p});
     return 0;
   }
   p.stop_after = o.after;
-  passes::compile(m, {.target = &passes::find_target(o.target), .layout_report = &layout, .pipeline = p});
+  passes::compile(m, {.target = &passes::find_target(o.target), .layout_report = &layout,
+                         .layout = passes::parse_layout_choice(o.layout),
+                         .pipeline = p});
   if (o.stats) {
     std::cout << passes::format_stats(m, layout.target.empty() ? nullptr : &layout);
     return 0;
@@ -114,6 +119,8 @@ void add_dump_ir_command(CLI::App& app, Runner& run) {
   cmd->add_option("--graph", o->graph, "print only this graph (forward, train_step, infer)");
   cmd->add_option("--target", o->target, "target whose cost model select-layout uses")
       ->check(CLI::IsMember({"cpu", "cuda"}));
+  cmd->add_option("--layout", o->layout, "activation layout: auto (the target's cost model), nchw or nhwc (forced)")
+      ->check(CLI::IsMember({"auto", "nchw", "nhwc"}));
   cmd->add_flag("--verify-each", o->verify_each, "run the verifier after every pass");
   cmd->add_flag("--stats", o->stats, "print kernel counts, fusion groups and layout choices instead of the IR (the arena: compile --stats)");
   cmd->callback([&run, o] { run = [o] { return guarded([&] { return run_dump(*o); }); }; });

@@ -14,7 +14,7 @@
 
 namespace dnnc::cli {
 
-ir::Module compile_model(const std::string& path, const RecipeOverrides& o) {
+ir::Module compile_model(const std::string& path, const RecipeOverrides& o, const std::string& layout) {
   ir::Module m = load_module(path);
   ir::verify(m);
   ir::TrainConfig& t = m.train;
@@ -34,7 +34,7 @@ ir::Module compile_model(const std::string& path, const RecipeOverrides& o) {
     if (!(*o.lr > 0)) throw std::invalid_argument(fmt::format("--lr must be > 0, got {}", *o.lr));
     t.optimizer.attrs["lr"] = *o.lr;
   }
-  passes::compile(m);
+  passes::compile(m, {.layout = passes::parse_layout_choice(layout)});
   return m;
 }
 
@@ -82,6 +82,8 @@ void add_device_options(CLI::App& cmd, DeviceOptions& o) {
       ->check(CLI::IsMember({"auto", "cpu", "cuda", "reference"}));
   cmd.add_flag("--tf32", o.tf32,
                "cuda only: run GEMMs in TF32 (faster, about 1e-3 relative error); default exact fp32");
+  cmd.add_option("--layout", o.layout, "activation layout: auto (the cost model), nchw or nhwc (forced)")
+      ->check(CLI::IsMember({"auto", "nchw", "nhwc"}));
 }
 
 void check_device_options(const DeviceOptions& o) {

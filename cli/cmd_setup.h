@@ -24,10 +24,11 @@ struct RecipeOverrides {
 };
 
 /// Loads `path` (load_module), applies `o` to module.train (before the passes: the optimizer
-/// pass bakes lr into the graph) and runs the default pipeline, so the module has graphs
+/// pass bakes lr into the graph) and runs the default pipeline with select-layout's `layout`
+/// choice (auto|nchw|nhwc, `--layout`), so the module has graphs
 /// "train_step" and "infer". Throws ir::CompileError for model errors, std::invalid_argument
 /// if an override is out of range.
-ir::Module compile_model(const std::string& path, const RecipeOverrides& o);
+ir::Module compile_model(const std::string& path, const RecipeOverrides& o, const std::string& layout = "auto");
 
 /// One line describing the recipe: "sgd lr 0.001 momentum 0.9, batch 128, 5 epochs, seed 1".
 std::string describe_recipe(const ir::Module& m);
@@ -43,13 +44,14 @@ std::string default_data_dir(const ir::Module& m);
 /// std::invalid_argument if the model names no data set, std::runtime_error from the loaders.
 runtime::Dataset load_split(const ir::Module& m, const std::string& dir, bool train);
 
-/// `--device` and `--tf32`, the same on train, eval and infer.
+/// `--device`, `--tf32` and `--layout`, the same on train, eval and infer.
 struct DeviceOptions {
   std::string device = "auto";  // auto, cpu, cuda or reference
   bool tf32 = false;            // cuda GEMMs in TF32
+  std::string layout = "auto";  // --layout: select-layout's choice (auto, nchw, nhwc)
 };
 
-/// Adds `--device` and `--tf32` to `cmd`, stored in `o`.
+/// Adds `--device`, `--tf32` and `--layout` to `cmd`, stored in `o`.
 void add_device_options(CLI::App& cmd, DeviceOptions& o);
 
 /// Throws std::invalid_argument if the options contradict each other: `--tf32` with

@@ -36,7 +36,7 @@ int run_train(const TrainCliOptions& o) {
     throw std::invalid_argument("--init and --resume exclude each other (--resume restores the weights too)");
   check_device_options(o.device);
   auto t0 = Clock::now();
-  ir::Module m = compile_model(o.file, o.recipe);
+  ir::Module m = compile_model(o.file, o.recipe, o.device.layout);
   double compile_s = since(t0);
   if (!m.train.present)
     throw std::invalid_argument(fmt::format("{}: model {} has no train block; add one (docs/dsl.md)", o.file, m.name));

@@ -5,7 +5,8 @@ namespace dnnc::passes {
 
 void compile(ir::Module& m, const CompileOptions& options) {
   PassRegistry registry;
-  register_all_passes(registry, {.target = options.target, .layout_report = options.layout_report});
+  register_all_passes(registry,
+                      {.target = options.target, .layout_report = options.layout_report, .layout = options.layout});
   run_pipeline(m, registry, options.pipeline);
 }
 

@@ -13,6 +13,7 @@ namespace dnnc::passes {
 struct CompileOptions {
   const Target* target = &cpu_target();   // select-layout's target (cost model, layouts)
   LayoutReport* layout_report = nullptr;  // if set, select-layout's decisions per graph
+  LayoutChoice layout = LayoutChoice::automatic;  // --layout: select-layout's cost model, or forced
   PipelineOptions pipeline;               // which passes, bisecting, verification, dumps
 };
 

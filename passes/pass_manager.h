@@ -37,6 +37,7 @@ class PassRegistry {
 struct PassConfig {
   const Target* target = &cpu_target();   // select-layout's target (cost model, layouts)
   LayoutReport* layout_report = nullptr;  // if set, select-layout's decisions per graph
+  LayoutChoice layout = LayoutChoice::automatic;  // select-layout: cost model or forced
 };
 
 /// Registers every pass dnnc has, in one place (no static initializers). The passes keep

@@ -45,16 +45,26 @@ struct GraphLayoutReport {
 
 struct LayoutReport {
   std::string target;
+  std::string choice = "auto";  // layout_choice_name of the choice select-layout was given
   std::vector<GraphLayoutReport> graphs;
 };
+
+/// How select-layout picks each region's layout: by the target's cost model (`auto`), or forced
+/// (`nchw`: every region row-major; `nhwc`: every region the target can lower in NHWC).
+enum class LayoutChoice { automatic, nchw, nhwc };
+/// "auto", "nchw" or "nhwc".
+const char* layout_choice_name(LayoutChoice c);
+/// The choice named `name` (auto|nchw|nhwc). Throws std::invalid_argument naming the value.
+LayoutChoice parse_layout_choice(const std::string& name);
 
 /// select-layout: folds transposes into GEMM transpose flags (matmul flags; linear(x, transpose(V))
 /// becomes matmul(x, V) + bias), composes transposes of transposes (cancelling identities), then
 /// gives each connected region of 4-d activations the layout (row_major = NCHW, or nhwc) that
 /// `target`'s cost model rates cheapest, inserting layout conversions (transpose with the identity
 /// perm) at the region's edges. Params, graph inputs and outputs stay row-major. Skips graphs that
-/// are already fused. Fills `report` (if given) per graph.
-bool select_layout(ir::Module& m, const Target& target, LayoutReport* report = nullptr);
+/// are already fused. Fills `report` (if given) per graph. `choice` overrides the cost model.
+bool select_layout(ir::Module& m, const Target& target, LayoutReport* report = nullptr,
+                   LayoutChoice choice = LayoutChoice::automatic);
 
 /// fuse: groups nodes into kernels (patterns in passes/fuse.cpp); sets Node::group and
 /// Graph::groups and makes each group's nodes contiguous.

@@ -11,7 +11,7 @@ void register_all_passes(PassRegistry& r, const PassConfig& config) {
   r.add({"derive-infer", "derive the eval-mode infer graph (forward to the prediction)", derive_infer});
   r.add({"simplify", "common-subexpression and dead-code elimination", simplify});
   r.add({"select-layout", "per-target layouts (NCHW/NHWC) by cost; transposes folded into GEMM flags",
-         [config](ir::Module& m) { return select_layout(m, *config.target, config.layout_report); }});
+         [config](ir::Module& m) { return select_layout(m, *config.target, config.layout_report, config.layout); }});
   r.add({"fuse", "group nodes into kernels (epilogues, softmax-xent, multi-tensor update)", fuse});
   r.add({"schedule", "reorder kernels to lower peak live memory", schedule});
 }

@@ -4,12 +4,15 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <map>
 #include <numeric>
 #include <optional>
 #include <set>
+#include <stdexcept>
 
+#include "ir/check.h"
 #include "ir/op_registry.h"
 #include "ir/verifier.h"
 #include "passes/graph_analysis.h"
@@ -194,8 +197,8 @@ std::optional<Follow> follow_of(const ir::Graph& g, const ir::Node& n) {
 
 class LayoutSelector {
  public:
-  LayoutSelector(const ir::Module& m, ir::Graph& g, const Target& t, GraphLayoutReport& r)
-      : m_(m), g_(g), t_(t), r_(r), parent_(g.values.size()) {
+  LayoutSelector(const ir::Module& m, ir::Graph& g, const Target& t, GraphLayoutReport& r, LayoutChoice choice)
+      : m_(m), g_(g), t_(t), r_(r), choice_(choice), parent_(g.values.size()) {
     std::iota(parent_.begin(), parent_.end(), 0);
     batch_ = m.train.batch > 0 ? m.train.batch : 1;
   }
@@ -209,9 +212,10 @@ class LayoutSelector {
       ir::Layout best = ir::Layout::row_major;
       double best_cost = row_major;
       for (ir::Layout l : t_.activation_layouts) {
-        if (l == ir::Layout::row_major) continue;
+        if (l == ir::Layout::row_major || choice_ == LayoutChoice::nchw) continue;
         double c = cost(reg, l);
-        if (c < best_cost) best = l, best_cost = c;  // ties keep row-major: no conversions
+        bool forced = choice_ == LayoutChoice::nhwc && l == ir::Layout::nhwc && std::isfinite(c);
+        if (forced || c < best_cost) best = l, best_cost = c;  // ties keep row-major: no conversions
       }
       r_.row_major_cost_us += row_major;
       r_.cost_us += best_cost;
@@ -301,6 +305,9 @@ class LayoutSelector {
       for (ValueId v : n.outputs) moved += bytes(v);
       us += transfer_us(t_, moved);
       const auto shape = [&](ValueId v) { return g_.value(v).type.shape; };
+      if (layout != ir::Layout::row_major && n.op.rfind("conv2d", 0) == 0 &&
+          ir::attr_int(ir::complete_attrs(*ir::find_op(n.op), n.attrs), "groups") != 1)
+        return std::numeric_limits<double>::infinity();  // grouped convolutions are lowered NCHW only
       if (n.op == "conv2d")
         us += conv_layout_penalty_us(t_, layout, shape(n.inputs[0])[1], shape(n.outputs[0])[1],
                                      bytes(n.inputs[0]) + bytes(n.outputs[0]));
@@ -391,6 +398,7 @@ class LayoutSelector {
   ir::Graph& g_;
   const Target& t_;
   GraphLayoutReport& r_;
+  LayoutChoice choice_;
   int64_t batch_ = 1;
   std::vector<ValueId> parent_;
   std::vector<std::optional<Follow>> follow_;
@@ -405,10 +413,26 @@ int count_transposes(const ir::Graph& g) {
 
 }  // namespace
 
-bool select_layout(ir::Module& m, const Target& target, LayoutReport* report) {
+const char* layout_choice_name(LayoutChoice c) {
+  switch (c) {
+    case LayoutChoice::automatic: return "auto";
+    case LayoutChoice::nchw: return "nchw";
+    case LayoutChoice::nhwc: return "nhwc";
+  }
+  DNNC_UNREACHABLE("layout choice");
+}
+
+LayoutChoice parse_layout_choice(const std::string& name) {
+  for (LayoutChoice c : {LayoutChoice::automatic, LayoutChoice::nchw, LayoutChoice::nhwc})
+    if (name == layout_choice_name(c)) return c;
+  throw std::invalid_argument(fmt::format("unknown layout '{}'; expected auto, nchw or nhwc", name));
+}
+
+bool select_layout(ir::Module& m, const Target& target, LayoutReport* report, LayoutChoice choice) {
   LayoutReport local;
   LayoutReport& rep = report ? *report : local;
   rep.target = target.name;
+  rep.choice = layout_choice_name(choice);
   rep.graphs.clear();
   bool changed = false;
   for (ir::Graph& g : m.graphs) {
@@ -417,7 +441,7 @@ bool select_layout(ir::Module& m, const Target& target, LayoutReport* report) {
     r.graph = g.name;
     r.transposes_before = count_transposes(g);
     bool c = TransposeFolder(g, target, r).run();
-    c |= LayoutSelector(m, g, target, r).run();
+    c |= LayoutSelector(m, g, target, r, choice).run();
     r.transposes_after = count_transposes(g);
     if (c) ir::verify_graph(g, m);  // a wrong follow table would show here, not in a kernel
     changed |= c;

@@ -10,7 +10,7 @@ namespace dnnc::passes {
 
 const Target& cpu_target() {
   static const Target t{.name = "cpu",
-                        .activation_layouts = {ir::Layout::row_major},
+                        .activation_layouts = {ir::Layout::row_major, ir::Layout::nhwc},
                         .gemm_transpose_flags = true,  // OpenBLAS sgemm transa/transb
                         .bytes_per_us = 20e3,          // 20 GB/s: one socket's achievable DRAM stream bandwidth
                         .launch_us = 1.0,              // an OpenMP parallel region's fork/join

@@ -108,6 +108,16 @@ const LowerTable& lower_table() {
   return table;
 }
 
+// Ops whose lowering takes `{nhwc}` operands and results: the map ops (their loop nest indexes
+// every tensor through its own strides) and the conv, pool and batchnorm families.
+bool lowers_nhwc(const std::string& op) {
+  static const std::set<std::string> families = {
+      "conv2d",    "conv2d_backward_input", "conv2d_backward_weight", "maxpool2d",   "maxpool2d_backward",
+      "avgpool2d", "avgpool2d_backward",    "batchnorm2d",            "batchnorm2d_backward"};
+  if (families.count(op)) return true;
+  return is_map_op(op);
+}
+
 }  // namespace
 
 bool has_lowering(const std::string& op) { return lower_table().count(op) > 0; }
@@ -176,6 +186,15 @@ Dims LowerCtx::shape(ir::ValueId v) const {
 }
 
 int64_t LowerCtx::numel(ir::ValueId v) const { return product(shape(v)); }
+
+bool LowerCtx::nhwc(ir::ValueId v) const { return graph.value(v).type.layout == ir::Layout::nhwc; }
+
+Dims LowerCtx::strides(ir::ValueId v) const {
+  Dims s = shape(v);
+  if (!nhwc(v)) return strides_of(s);
+  DNNC_CHECK(s.size() == 4, "value '{}' is {{nhwc}} but not 4-d", graph.value(v).name);
+  return {s[2] * s[3] * s[1], 1, s[3] * s[1], s[1]};
+}
 
 int LowerCtx::buffer(ir::ValueId v) const {
   int b = value_buffer_.at(static_cast<size_t>(v));
@@ -356,10 +375,11 @@ Program lower_graph(const ir::Module& m, const ir::Graph& g, int64_t batch, cons
     throw std::runtime_error(fmt::format("codegen: graph '{}': batch must be >= 1, found {}", g.name, batch));
   LowerCtx ctx(m, g, batch, options);
   for (const ir::Value& v : g.values) {
-    if (v.type.layout != ir::Layout::row_major)
+    bool ok = v.type.layout == ir::Layout::row_major || (v.type.layout == ir::Layout::nhwc && v.type.rank() == 4);
+    if (!ok)
       throw std::runtime_error(
-          fmt::format("codegen: graph '{}': value '{}' is {}; the cpu backend lowers row_major values only", g.name,
-                      v.name, ir::to_string(v.type, m.batch_symbol)));
+          fmt::format("codegen: graph '{}': value '{}' is {}; codegen lowers row_major values and 4-d nhwc activations",
+                      g.name, v.name, ir::to_string(v.type, m.batch_symbol)));
   }
   for (ir::ValueId id : g.inputs) ctx.define(id);
   for (size_t i = 0; i < g.values.size(); ++i)
@@ -371,6 +391,12 @@ Program lower_graph(const ir::Module& m, const ir::Graph& g, int64_t batch, cons
   gl.lower_one = [&](const ir::Node& n) {
     auto it = lower_table().find(n.op);
     if (it == lower_table().end()) ctx.fail(n, "the cpu backend has no lowering for op '" + n.op + "'");
+    if (!lowers_nhwc(n.op))
+      for (const auto* vs : {&n.inputs, &n.outputs})
+        for (ir::ValueId v : *vs)
+          if (ctx.nhwc(v)) ctx.fail(n, fmt::format("op '{}' has no lowering for {{nhwc}} value '{}' (select-layout "
+                                                   "put it in a region it cannot join)",
+                                                   n.op, g.value(v).name));
     it->second(ctx, n, completed_attrs(ctx, n));
   };
   // Weight-gradient GEMMs that run later, fused with their optimizer update (lower_fused.cpp).

@@ -40,10 +40,6 @@ void vector_chunks(KernelBuilder& kb, const std::string& base, int64_t n, const 
   });
 }
 
-namespace {
-
-// Loops over the kernel taps (ki, kj) and the output cells whose input pixel is inside;
-// f(ki, kj, oh, ow, ih, iw).
 void for_each_tap(KernelBuilder& kb, const ConvGeom& g, const std::function<void(Expr, Expr)>& per_tap,
                   const std::function<void(Expr, Expr, Expr, Expr, Expr, Expr)>& f) {
   kb.loop("ki", g.kh, false, [&](Expr ki) {
@@ -59,6 +55,8 @@ void for_each_tap(KernelBuilder& kb, const ConvGeom& g, const std::function<void
     });
   });
 }
+
+namespace {
 
 bool use_direct(const LowerCtx& ctx, const ConvGeom& g) {
   return g.groups > 1 || g.k() <= ctx.options.direct_conv_max_k;
@@ -105,6 +103,7 @@ GemmCall::Threads batch_threads(const LowerCtx& ctx, const GemmCall& c) {
 void lower_conv2d(LowerCtx& ctx, const ir::Node& n, const ir::Attrs& a) {
   Dims ys = ctx.shape(n.outputs[0]);
   ConvGeom g = conv_geom(ctx, n, a, ctx.shape(n.inputs[0]), ctx.shape(n.inputs[1]), ys);
+  if (conv_nhwc(ctx, n, g, n.inputs[0], n.outputs[0])) return lower_conv2d_nhwc(ctx, n, g);
   bool has_bias = n.inputs.size() > 2;
   if (!use_direct(ctx, g)) {
     int col = emit_im2col(ctx, n, g, n.inputs[0], false);
@@ -186,6 +185,7 @@ void lower_conv2d(LowerCtx& ctx, const ir::Node& n, const ir::Attrs& a) {
 void lower_conv2d_backward_input(LowerCtx& ctx, const ir::Node& n, const ir::Attrs& a) {
   Dims xs = ctx.shape(n.outputs[0]);
   ConvGeom g = conv_geom(ctx, n, a, xs, ctx.shape(n.inputs[1]), ctx.shape(n.inputs[0]));
+  if (conv_nhwc(ctx, n, g, n.inputs[0], n.outputs[0])) return lower_conv2d_backward_input_nhwc(ctx, n, g);
   int dcol = -1;
   if (!use_direct(ctx, g)) {
     dcol = ctx.scratch("dcol", g.b * g.k() * g.p());
@@ -240,6 +240,7 @@ void lower_conv2d_backward_input(LowerCtx& ctx, const ir::Node& n, const ir::Att
 void lower_conv2d_backward_weight(LowerCtx& ctx, const ir::Node& n, const ir::Attrs& a) {
   Dims ws = ctx.shape(n.outputs[0]);
   ConvGeom g = conv_geom(ctx, n, a, ctx.shape(n.inputs[1]), ws, ctx.shape(n.inputs[0]));
+  if (conv_nhwc(ctx, n, g, n.inputs[0], n.inputs[1])) return lower_conv2d_backward_weight_nhwc(ctx, n, g);
   if (g.groups == 1) {
     // dW [O, K] = sum over images of dy_b [O, P] · col_bᵀ [P, K]: one GEMM per image, summed
     // into dW, reading dy in place (no transpose).

@@ -436,6 +436,12 @@ size_t lower_pool_backward_chain(LowerCtx& ctx, const std::vector<const ir::Node
 }  // namespace
 
 size_t lower_conv_pool_group(LowerCtx& ctx, const std::vector<const ir::Node*>& nodes, size_t i) {
+  // The plane kernels address NCHW planes: an {nhwc} group is lowered role by role (its head by
+  // the op's NHWC lowering, the chain as one loop nest, the pool and the sums).
+  for (ir::ValueId v : nodes[i]->inputs)
+    if (ctx.nhwc(v)) return 0;
+  for (ir::ValueId v : nodes[i]->outputs)
+    if (ctx.nhwc(v)) return 0;
   if (nodes[i]->op == "conv2d") return lower_conv_chain_pool(ctx, nodes, i);
   if (nodes[i]->op == "maxpool2d_backward") return lower_pool_backward_chain(ctx, nodes, i);
   return 0;

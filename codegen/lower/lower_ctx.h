@@ -52,6 +52,11 @@ class LowerCtx {
   /// Concrete shape / element count of a value.
   Dims shape(ir::ValueId v) const;
   int64_t numel(ir::ValueId v) const;
+  /// Whether `v` is a 4-d activation stored channels-last (select-layout's `{nhwc}`).
+  bool nhwc(ir::ValueId v) const;
+  /// Per logical dim, how far apart consecutive elements of `v` are in its storage: row-major
+  /// strides, or for an `{nhwc}` value [B, C, H, W] (stored [B, H, W, C]) {H*W*C, 1, W*C, C}.
+  Dims strides(ir::ValueId v) const;
   /// The buffer holding value `v` (asserts it was created).
   int buffer(ir::ValueId v) const;
   bool has_buffer(ir::ValueId v) const { return value_buffer_.at(static_cast<size_t>(v)) >= 0; }
@@ -112,8 +117,12 @@ struct MapOp {
   /// `scalars[i]` is operand i's single value if every stride of it is 0, else empty.
   std::function<std::vector<Expr>(KernelBuilder&, const std::vector<Expr>& scalars)> setup;
   std::function<std::vector<Expr>(const MapEnv&)> body;
+  /// Whether `body` reads MapEnv::index (dropout's mask hashes the element's logical index).
+  bool reads_index = false;
 };
 
+/// Whether `op` is a map op (lowered by lower_map_group).
+bool is_map_op(const std::string& op);
 /// Fills `out` with the map form of node `n`; returns false (out untouched) if `n` is not a map op.
 bool map_op_of(const LowerCtx& ctx, const ir::Node& n, const ir::Attrs& attrs, MapOp* out);
 

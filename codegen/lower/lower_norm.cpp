@@ -8,26 +8,39 @@ namespace dnnc::codegen {
 
 namespace {
 
-// x [B, C, H, W] seen as (B, C, HW); every element of channel c is visited by f(index).
+// x [B, C, H, W] seen as (B, C, HW), row-major or {nhwc} (then channel c of image b starts at
+// b*HW*C + c and its pixels are C apart); every element of channel c is visited by f(index),
+// images outer, pixels inner, in both layouts (the same sums in the same order).
 struct BnGeom {
   int64_t b, c, hw;
+  bool nhwc = false;
   int64_t count() const { return b * hw; }
 };
 
-BnGeom bn_geom(const LowerCtx& ctx, const ir::Node& n, const Dims& x) {
+BnGeom bn_geom(const LowerCtx& ctx, const ir::Node& n, ir::ValueId xv) {
+  Dims x = ctx.shape(xv);
   if (x.size() != 4) ctx.fail(n, "expected x [B,C,H,W]");
-  return {x[0], x[1], x[2] * x[3]};
+  BnGeom g{x[0], x[1], x[2] * x[3], ctx.nhwc(xv)};
+  for (const auto* vs : {&n.inputs, &n.outputs})
+    for (ir::ValueId v : *vs)
+      if (ctx.shape(v) == x && ctx.nhwc(v) != g.nhwc) ctx.fail(n, "its activations are in different layouts");
+  return g;
 }
 
 void for_channel(KernelBuilder& kb, const BnGeom& g, Expr c, const std::function<void(Expr)>& f) {
   kb.loop("b", g.b, false, [&](Expr b) {
+    if (g.nhwc) {
+      Expr base = kb.let("base", b * i64c(g.hw * g.c) + c);
+      kb.loop("i", g.hw, false, [&](Expr i) { f(base + i * i64c(g.c)); });
+      return;
+    }
     Expr base = kb.let("base", (b * i64c(g.c) + c) * i64c(g.hw));
     kb.loop("i", g.hw, false, [&](Expr i) { f(base + i); });
   });
 }
 
 void lower_batchnorm(LowerCtx& ctx, const ir::Node& n, const ir::Attrs& a) {
-  BnGeom g = bn_geom(ctx, n, ctx.shape(n.inputs[0]));
+  BnGeom g = bn_geom(ctx, n, n.inputs[0]);
   if (g.count() <= 1)
     ctx.fail(n, fmt::format("batchnorm2d: expected more than 1 value per channel when training, found {}", g.count()));
   KernelDraft d(ctx, ctx.kernel_name(n.op));
@@ -66,7 +79,7 @@ void lower_batchnorm(LowerCtx& ctx, const ir::Node& n, const ir::Attrs& a) {
 }
 
 void lower_batchnorm_backward(LowerCtx& ctx, const ir::Node& n, const ir::Attrs&) {
-  BnGeom g = bn_geom(ctx, n, ctx.shape(n.inputs[1]));
+  BnGeom g = bn_geom(ctx, n, n.inputs[1]);
   KernelDraft d(ctx, ctx.kernel_name(n.op));
   int dy = d.read(ctx.buffer(n.inputs[0]));
   int x = d.read(ctx.buffer(n.inputs[1]));

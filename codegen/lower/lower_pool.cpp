@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "codegen/lower/lower_window.h"
+#include "ir/check.h"
 #include "ir/shape_check.h"
 
 namespace dnnc::codegen {
@@ -19,6 +20,17 @@ PoolGeom pool_geom(const LowerCtx& ctx, const ir::Node& n, const ir::Attrs& a, c
     ctx.fail(n, e.what());
   }
   return {x[0] * x[1], x[2], x[3], y[2], y[3], k[0], k[1], s[0], s[1], p[0], p[1]};
+}
+
+PlaneMap plane_map(const LowerCtx& ctx, ir::ValueId v) {
+  Dims s = ctx.shape(v);
+  DNNC_CHECK(s.size() == 4, "plane_map of a {}-d value", s.size());
+  return {s[1], s[2] * s[3], ctx.nhwc(v)};
+}
+
+Expr PlaneMap::plane(KernelBuilder& kb, const std::string& name, Expr bc) const {
+  if (!nhwc) return kb.let(name, bc * i64c(hw));
+  return kb.let(name, bc / i64c(c) * i64c(hw * c) + bc % i64c(c));
 }
 
 namespace {
@@ -46,27 +58,30 @@ Expr avg_window(KernelBuilder& kb, const PoolGeom& g, bool include_pad, Expr oh,
   return kb.let("divisor", include_pad ? padded : (win->h1 - win->h0) * (win->w1 - win->w0));
 }
 
-// Loops over planes and output cells: f(xbase, ybase, oh, ow).
-void for_each_cell(LowerCtx& ctx, KernelBuilder& kb, const PoolGeom& g, int dx_zero,
-                   const std::function<void(Expr, Expr, Expr, Expr)>& f) {
+// Loops over planes and output cells: f(xbase, ybase, oh, ow), with x's and y's planes as
+// `xm` and `ym` address them (the same layout; pixel() apart).
+void for_each_cell(LowerCtx& ctx, KernelBuilder& kb, const PoolGeom& g, const PlaneMap& xm, const PlaneMap& ym,
+                   int dx_zero, const std::function<void(Expr, Expr, Expr, Expr)>& f) {
   int64_t work = g.bc * std::max(g.h * g.w, g.ho * g.wo * g.k0 * g.k1);
   kb.loop("bc", g.bc, ctx.parallel(work) && g.bc > 1, [&](Expr bc) {
-    Expr xbase = kb.let("xbase", bc * i64c(g.h * g.w));
-    Expr ybase = kb.let("ybase", bc * i64c(g.ho * g.wo));
-    if (dx_zero >= 0) kb.loop("i", g.h * g.w, false, [&](Expr i) { kb.store(dx_zero, xbase + i, f32c(0)); });
+    Expr xbase = xm.plane(kb, "xbase", bc);
+    Expr ybase = ym.plane(kb, "ybase", bc);
+    if (dx_zero >= 0)
+      kb.loop("i", g.h * g.w, false, [&](Expr i) { kb.store(dx_zero, xbase + times(i, xm.pixel()), f32c(0)); });
     kb.loop("oh", g.ho, false, [&](Expr oh) { kb.loop("ow", g.wo, false, [&](Expr ow) { f(xbase, ybase, oh, ow); }); });
   });
 }
 
 }  // namespace
 
-Expr window_argmax(KernelBuilder& kb, int x, const PoolGeom& g, Expr xbase, Expr oh, Expr ow, Expr* value) {
+Expr window_argmax(KernelBuilder& kb, int x, const PoolGeom& g, Expr xbase, Expr oh, Expr ow, Expr* value,
+                   int64_t pixel) {
   Window win = max_window(kb, g, oh, ow);
   Expr best = kb.let("best", win.h0 * i64c(g.w) + win.w0);
   Expr best_val = kb.let("best_val", f32c(-std::numeric_limits<float>::infinity()));
   kb.loop("ih", win.h0, win.h1, false, [&](Expr ih) {
     kb.loop("iw", win.w0, win.w1, false, [&](Expr iw) {
-      Expr v = kb.let("v", kb.load(x, xbase + ih * i64c(g.w) + iw));
+      Expr v = kb.let("v", kb.load(x, pixel_at(xbase, ih, g.w, iw, pixel)));
       kb.if_(binary(BinaryOp::logical_or, gt(v, best_val), unary(UnaryOp::is_nan, v)), [&] {
         kb.assign(best_val, v);
         kb.assign(best, ih * i64c(g.w) + iw);
@@ -81,28 +96,32 @@ namespace {
 
 void lower_maxpool(LowerCtx& ctx, const ir::Node& n, const ir::Attrs& a) {
   PoolGeom g = pool_geom(ctx, n, a, ctx.shape(n.inputs[0]), ctx.shape(n.outputs[0]));
+  PlaneMap xm = plane_map(ctx, n.inputs[0]), ym = plane_map(ctx, n.outputs[0]);
   KernelDraft d(ctx, ctx.kernel_name(n.op));
   int x = d.read(ctx.buffer(n.inputs[0]));
   int y = d.write(ctx.define(n.outputs[0]));
   KernelBuilder& kb = d.kb;
-  for_each_cell(ctx, kb, g, -1, [&](Expr xbase, Expr ybase, Expr oh, Expr ow) {
+  for_each_cell(ctx, kb, g, xm, ym, -1, [&](Expr xbase, Expr ybase, Expr oh, Expr ow) {
     Expr best_val;
-    Expr best = window_argmax(kb, x, g, xbase, oh, ow, &best_val);
-    kb.store(y, ybase + oh * i64c(g.wo) + ow, kb.load(x, xbase + best));
+    Expr best = window_argmax(kb, x, g, xbase, oh, ow, &best_val, xm.pixel());
+    kb.store(y, pixel_at(ybase, oh, g.wo, ow, ym.pixel()), kb.load(x, xbase + times(best, xm.pixel())));
   });
   ctx.emit(std::move(d));
 }
 
 void lower_maxpool_backward(LowerCtx& ctx, const ir::Node& n, const ir::Attrs& a) {
   PoolGeom g = pool_geom(ctx, n, a, ctx.shape(n.inputs[1]), ctx.shape(n.inputs[0]));
+  PlaneMap xm = plane_map(ctx, n.inputs[1]), ym = plane_map(ctx, n.inputs[0]);
+  DNNC_CHECK(ctx.nhwc(n.outputs[0]) == xm.nhwc, "maxpool2d_backward: dx and x in different layouts");
   KernelDraft d(ctx, ctx.kernel_name(n.op));
   int dy = d.read(ctx.buffer(n.inputs[0]));
   int x = d.read(ctx.buffer(n.inputs[1]));
   int dx = d.write(ctx.define(n.outputs[0]));
   KernelBuilder& kb = d.kb;
-  for_each_cell(ctx, kb, g, dx, [&](Expr xbase, Expr ybase, Expr oh, Expr ow) {
-    Expr best = window_argmax(kb, x, g, xbase, oh, ow, nullptr);
-    kb.accumulate(dx, xbase + best, kb.load(dy, ybase + oh * i64c(g.wo) + ow));
+  const int64_t px = xm.pixel(), py = ym.pixel();
+  for_each_cell(ctx, kb, g, xm, ym, dx, [&](Expr xbase, Expr ybase, Expr oh, Expr ow) {
+    Expr best = window_argmax(kb, x, g, xbase, oh, ow, nullptr, px);
+    kb.accumulate(dx, xbase + times(best, px), kb.load(dy, pixel_at(ybase, oh, g.wo, ow, py)));
   });
   ctx.emit(std::move(d));
 }
@@ -110,19 +129,21 @@ void lower_maxpool_backward(LowerCtx& ctx, const ir::Node& n, const ir::Attrs& a
 void lower_avgpool(LowerCtx& ctx, const ir::Node& n, const ir::Attrs& a) {
   PoolGeom g = pool_geom(ctx, n, a, ctx.shape(n.inputs[0]), ctx.shape(n.outputs[0]));
   bool include_pad = ir::attr_bool(a, "count_include_pad");
+  PlaneMap xm = plane_map(ctx, n.inputs[0]), ym = plane_map(ctx, n.outputs[0]);
   KernelDraft d(ctx, ctx.kernel_name(n.op));
   int x = d.read(ctx.buffer(n.inputs[0]));
   int y = d.write(ctx.define(n.outputs[0]));
   KernelBuilder& kb = d.kb;
-  for_each_cell(ctx, kb, g, -1, [&](Expr xbase, Expr ybase, Expr oh, Expr ow) {
+  const int64_t px = xm.pixel(), py = ym.pixel();
+  for_each_cell(ctx, kb, g, xm, ym, -1, [&](Expr xbase, Expr ybase, Expr oh, Expr ow) {
     Window win;
     Expr divisor = avg_window(kb, g, include_pad, oh, ow, &win);
     Expr sum = kb.let("sum", f32c(0));
     kb.loop("ih", win.h0, win.h1, false, [&](Expr ih) {
       kb.loop("iw", win.w0, win.w1, false,
-              [&](Expr iw) { kb.assign(sum, sum + kb.load(x, xbase + ih * i64c(g.w) + iw)); });
+              [&](Expr iw) { kb.assign(sum, sum + kb.load(x, pixel_at(xbase, ih, g.w, iw, px))); });
     });
-    kb.store(y, ybase + oh * i64c(g.wo) + ow,
+    kb.store(y, pixel_at(ybase, oh, g.wo, ow, py),
              select(gt(divisor, i64c(0)), sum / cast(ScalarType::f32, divisor), f32c(0)));
   });
   ctx.emit(std::move(d));
@@ -131,17 +152,21 @@ void lower_avgpool(LowerCtx& ctx, const ir::Node& n, const ir::Attrs& a) {
 void lower_avgpool_backward(LowerCtx& ctx, const ir::Node& n, const ir::Attrs& a) {
   PoolGeom g = pool_geom(ctx, n, a, ctx.shape(n.inputs[1]), ctx.shape(n.inputs[0]));
   bool include_pad = ir::attr_bool(a, "count_include_pad");
+  PlaneMap xm = plane_map(ctx, n.outputs[0]), ym = plane_map(ctx, n.inputs[0]);
   KernelDraft d(ctx, ctx.kernel_name(n.op));
   int dy = d.read(ctx.buffer(n.inputs[0]));
   int dx = d.write(ctx.define(n.outputs[0]));
   KernelBuilder& kb = d.kb;
-  for_each_cell(ctx, kb, g, dx, [&](Expr xbase, Expr ybase, Expr oh, Expr ow) {
+  const int64_t px = xm.pixel(), py = ym.pixel();
+  for_each_cell(ctx, kb, g, xm, ym, dx, [&](Expr xbase, Expr ybase, Expr oh, Expr ow) {
     Window win;
     Expr divisor = avg_window(kb, g, include_pad, oh, ow, &win);
     kb.if_(gt(divisor, i64c(0)), [&] {
-      Expr grad = kb.let("grad", kb.load(dy, ybase + oh * i64c(g.wo) + ow) / cast(ScalarType::f32, divisor));
+      Expr grad =
+          kb.let("grad", kb.load(dy, pixel_at(ybase, oh, g.wo, ow, py)) / cast(ScalarType::f32, divisor));
       kb.loop("ih", win.h0, win.h1, false, [&](Expr ih) {
-        kb.loop("iw", win.w0, win.w1, false, [&](Expr iw) { kb.accumulate(dx, xbase + ih * i64c(g.w) + iw, grad); });
+        kb.loop("iw", win.w0, win.w1, false,
+                [&](Expr iw) { kb.accumulate(dx, pixel_at(xbase, ih, g.w, iw, px), grad); });
       });
     });
   });

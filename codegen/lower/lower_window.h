@@ -18,19 +18,54 @@ ConvGeom conv_geom(const LowerCtx& ctx, const ir::Node& n, const ir::Attrs& a, c
 /// offset k given as an expression in [0, kmax).
 std::pair<Expr, Expr> valid_range(Expr k, int64_t kmax, int64_t s, int64_t p, int64_t d, int64_t in, int64_t out);
 
+/// Loops over the kernel taps (ki, kj) and the output cells whose input pixel is inside;
+/// per_tap(ki, kj) first (may be null), then f(ki, kj, oh, ow, ih, iw) for each such cell.
+void for_each_tap(KernelBuilder& kb, const ConvGeom& g, const std::function<void(Expr, Expr)>& per_tap,
+                  const std::function<void(Expr, Expr, Expr, Expr, Expr, Expr)>& f);
+
+/// Whether a convolution's activations `a` and `b` (x and y, dy and dx, dy and x) are {nhwc}
+/// (lower_conv_nhwc.cpp); fails if only one is, or if the convolution is grouped.
+bool conv_nhwc(const LowerCtx& ctx, const ir::Node& n, const ConvGeom& g, ir::ValueId a, ir::ValueId b);
+/// The {nhwc} convolutions: GEMMs over every pixel of the batch (lower_conv_nhwc.cpp).
+void lower_conv2d_nhwc(LowerCtx& ctx, const ir::Node& n, const ConvGeom& g);
+void lower_conv2d_backward_input_nhwc(LowerCtx& ctx, const ir::Node& n, const ConvGeom& g);
+void lower_conv2d_backward_weight_nhwc(LowerCtx& ctx, const ir::Node& n, const ConvGeom& g);
+
 /// for (ow = 0; ow < n; ++ow) f(ow, lo), in chunks of exactly 16 (one 512-bit vector of f32)
 /// when n > 16 is not a multiple of 16: the compiler then vectorizes each chunk with no scalar
 /// tail. The last chunk starts at n - 16 and overlaps the one before: a body with side effects
 /// beyond idempotent stores must ignore ow < lo (lo is null when chunks do not overlap).
 void vector_chunks(KernelBuilder& kb, const std::string& base, int64_t n, const std::function<void(Expr, Expr)>& f);
 
+/// How a 4-d activation [B, C, H, W] is addressed by (b, c) plane: element (b, c, h, w) is at
+/// plane(bc) + (h * W + w) * pixel, with bc = b * C + c. Row-major (NCHW): planes are
+/// contiguous, pixel 1; {nhwc}: plane(bc) = b * H*W*C + c, pixel C. Loops over planes and
+/// pixels in the same order in both layouts sum in the same order, so both give the same bits.
+struct PlaneMap {
+  int64_t c = 1, hw = 1;
+  bool nhwc = false;
+  int64_t pixel() const { return nhwc ? c : 1; }
+  /// The offset of plane bc (a let named `name`).
+  Expr plane(KernelBuilder& kb, const std::string& name, Expr bc) const;
+};
+PlaneMap plane_map(const LowerCtx& ctx, ir::ValueId v);
+/// e * k, or e itself for k == 1 (the builders do not fold a multiplication by one).
+inline Expr times(Expr e, int64_t k) { return k == 1 ? e : e * i64c(k); }
+/// The address of pixel (row, col) of a plane at `base` with `width` columns, pixels `pixel`
+/// apart (for pixel 1 the row-major form base + row * width + col).
+inline Expr pixel_at(Expr base, Expr row, int64_t width, Expr col, int64_t pixel) {
+  return pixel == 1 ? base + row * i64c(width) + col : base + (row * i64c(width) + col) * i64c(pixel);
+}
+
 struct PoolGeom {
   int64_t bc, h, w, ho, wo, k0, k1, s0, s1, p0, p1;
 };
 /// x [B,C,H,W] pooled to y [B,C,Ho,Wo].
 PoolGeom pool_geom(const LowerCtx& ctx, const ir::Node& n, const ir::Attrs& a, const Dims& x, const Dims& y);
-/// The first maximum of the window of (oh, ow) in the plane of x at xbase (a NaN counts as a new
-/// maximum): its index within the plane; its value in *value if given.
-Expr window_argmax(KernelBuilder& kb, int x, const PoolGeom& g, Expr xbase, Expr oh, Expr ow, Expr* value);
+/// The first maximum of the window of (oh, ow) in the plane of x at xbase, pixels `pixel` apart
+/// (a NaN counts as a new maximum): its pixel index within the plane (ih * W + iw); its value in
+/// *value if given.
+Expr window_argmax(KernelBuilder& kb, int x, const PoolGeom& g, Expr xbase, Expr oh, Expr ow, Expr* value,
+                   int64_t pixel = 1);
 
 }  // namespace dnnc::codegen

@@ -11,7 +11,7 @@ using namespace dnnc;
 
 namespace {
 
-const std::vector<std::string> kModels = {"mnist_mlp", "mnist_mlp_adam", "lenet5", "cifar_cnn", "cifar_strided"};
+const std::vector<std::string> kModels = {"mnist_mlp", "mnist_mlp_adam", "lenet5", "cifar_cnn", "cifar_strided", "vgg_cifar"};
 
 void check_module(const ir::Module& m, const std::string& name, int64_t batch,
                   const runtime::cpu::CpuOptions& options = test::cpu_test_options());
@@ -80,6 +80,7 @@ TEST_CASE("cpu equals reference: mnist_mlp_adam", "[cpu][models]") { check_model
 TEST_CASE("cpu equals reference: lenet5", "[cpu][models]") { check_model("lenet5", 6); }
 TEST_CASE("cpu equals reference: cifar_cnn", "[cpu][models]") { check_model("cifar_cnn", 4); }
 TEST_CASE("cpu equals reference: cifar_strided", "[cpu][models]") { check_model("cifar_strided", 6); }
+TEST_CASE("cpu equals reference: vgg_cifar", "[cpu][models]") { check_model("vgg_cifar", 4); }
 
 // Everything on two threads, odd batches: GEMM epilogues on row blocks of 1 and 2 rows (the
 // 1-row block takes the gemv path), in-place updates under threads.

@@ -33,7 +33,7 @@ TEST_CASE("the cuda layout holds plan-memory's arena as --stats reports it, and 
     const std::string file = e.path().string();
     INFO(file);
     std::map<std::string, int64_t> stats = stats_arenas(run_dnnc("compile " + file + " --stats --target=cuda --batch 3"));
-    ir::Module m = test::compiled_model(file);
+    ir::Module m = test::compiled_model(file, "cuda");  // select-layout for the cuda target, as --stats
     for (const char* graph : {"train_step", "infer"}) {
       INFO(graph);
       codegen::Program p = codegen::lower_graph(m, *m.graph(graph), 3, codegen::cuda_lower_options());
