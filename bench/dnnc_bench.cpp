@@ -6,6 +6,7 @@
 //       prints one JSON line {"times_ms":[...]} with each step's wall time; "quit" exits.
 //       A persistent worker lets the driver interleave dnnc and PyTorch in one run.
 //       --no-coschedule lowers without LowerOptions::coschedule_gemms (for A/B runs).
+//       Every mode that compiles a model takes --layout auto|nchw|nhwc (select-layout's choice).
 //   dnnc_bench profile MODEL.dnn --batch B [--steps N] [--threads T]
 //       compiles the train_step like serve, runs it N times (default 200, after 20 warm-up
 //       runs) with the generated code's per-step hook set (cpu::set_profiler) and prints a
@@ -59,6 +60,7 @@ struct Args {
   int64_t batch = 0;
   int threads = 0, n = 1024, steps = 200;
   bool coschedule = true;
+  std::string layout = "auto";  // select-layout's choice: auto, nchw or nhwc
 };
 
 Args parse_args(int argc, char** argv) {
@@ -86,6 +88,8 @@ Args parse_args(int argc, char** argv) {
       a.steps = std::stoi(value());
     else if (s == "--no-coschedule")
       a.coschedule = false;
+    else if (s == "--layout")
+      a.layout = value();
     else if (!s.empty() && s[0] != '-' && a.model.empty())
       a.model = s;
     else
@@ -96,9 +100,9 @@ Args parse_args(int argc, char** argv) {
   return a;
 }
 
-ir::Module pipeline(const std::string& path) {
+ir::Module pipeline(const std::string& path, const std::string& layout) {
   ir::Module m = frontend::compile_file(path);
-  passes::compile(m);
+  passes::compile(m, {.layout = passes::parse_layout_choice(layout)});
   return m;
 }
 
@@ -124,7 +128,7 @@ void print_times(const std::vector<double>& t) {
 }
 
 int serve(const Args& a) {
-  ir::Module m = pipeline(a.model);
+  ir::Module m = pipeline(a.model, a.layout);
   const ir::Graph* g = m.graph("train_step");
   if (!g) throw std::runtime_error(a.model + ": no train_step graph (does the model have a train block?)");
   runtime::ParamStore params = runtime::reference::init_params(m, 1);
@@ -173,7 +177,7 @@ double median(std::vector<double> v) {
 int profile(const Args& a) {
   if (a.device != "cpu") throw std::invalid_argument("profile: only --device cpu has per-step hooks");
   if (a.steps < 1) throw std::invalid_argument("profile: --steps must be >= 1");
-  ir::Module m = pipeline(a.model);
+  ir::Module m = pipeline(a.model, a.layout);
   const ir::Graph* g = m.graph("train_step");
   if (!g) throw std::runtime_error(a.model + ": no train_step graph (does the model have a train block?)");
   runtime::ParamStore params = runtime::reference::init_params(m, 1);
@@ -224,7 +228,7 @@ int profile(const Args& a) {
 
 int compile_only(const Args& a) {
   auto t0 = Clock::now();
-  ir::Module m = pipeline(a.model);
+  ir::Module m = pipeline(a.model, a.layout);
   runtime::ParamStore params = runtime::reference::init_params(m, 1);
   auto backend = make_backend(a);
   auto exe = backend->compile(m, "train_step", params, a.batch);
@@ -233,7 +237,7 @@ int compile_only(const Args& a) {
 }
 
 int flops(const Args& a) {
-  ir::Module m = pipeline(a.model);
+  ir::Module m = pipeline(a.model, a.layout);
   const ir::Graph* g = m.graph("train_step");
   if (!g) throw std::runtime_error(a.model + ": no train_step graph");
   codegen::Program p = codegen::lower_graph(m, *g, a.batch);

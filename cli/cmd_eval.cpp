@@ -39,8 +39,8 @@ runtime::ParamStore load_weights(const ir::Module& m, const std::string& init) {
 }
 
 int run_eval(const EvalCliOptions& o) {
-  ir::Module m = compile_model(o.file, {}, o.device.layout);
   std::unique_ptr<runtime::Backend> backend = choose_device(o.device, std::cout);
+  ir::Module m = compile_model(o.file, {}, o.device.layout, target_of(*backend));
   std::string dir = o.data.empty() ? default_data_dir(m) : o.data;
   runtime::Dataset test_set = load_split(m, dir, false);
   runtime::ParamStore params = load_weights(m, o.init);
@@ -84,8 +84,8 @@ std::vector<int64_t> load_labels(const std::string& path, int64_t n) {
 }
 
 int run_infer(const InferCliOptions& o) {
-  ir::Module m = compile_model(o.file, {}, o.device.layout);
   std::unique_ptr<runtime::Backend> backend = choose_device(o.device, o.json ? std::cerr : std::cout);
+  ir::Module m = compile_model(o.file, {}, o.device.layout, target_of(*backend));
   runtime::Dataset ds = load_images(o.images);
   std::vector<int64_t> labels;
   if (!o.labels.empty()) labels = load_labels(o.labels, ds.n);

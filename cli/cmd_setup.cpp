@@ -14,7 +14,10 @@
 
 namespace dnnc::cli {
 
-ir::Module compile_model(const std::string& path, const RecipeOverrides& o, const std::string& layout) {
+std::string target_of(const runtime::Backend& backend) { return backend.name() == "cuda" ? "cuda" : "cpu"; }
+
+ir::Module compile_model(const std::string& path, const RecipeOverrides& o, const std::string& layout,
+                         const std::string& target) {
   ir::Module m = load_module(path);
   ir::verify(m);
   ir::TrainConfig& t = m.train;
@@ -34,7 +37,7 @@ ir::Module compile_model(const std::string& path, const RecipeOverrides& o, cons
     if (!(*o.lr > 0)) throw std::invalid_argument(fmt::format("--lr must be > 0, got {}", *o.lr));
     t.optimizer.attrs["lr"] = *o.lr;
   }
-  passes::compile(m, {.layout = passes::parse_layout_choice(layout)});
+  passes::compile(m, {.target = &passes::find_target(target), .layout = passes::parse_layout_choice(layout)});
   return m;
 }
 

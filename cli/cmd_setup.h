@@ -25,10 +25,15 @@ struct RecipeOverrides {
 
 /// Loads `path` (load_module), applies `o` to module.train (before the passes: the optimizer
 /// pass bakes lr into the graph) and runs the default pipeline with select-layout's `layout`
-/// choice (auto|nchw|nhwc, `--layout`), so the module has graphs
+/// choice (auto|nchw|nhwc, `--layout`) for `target` (cpu|cuda), so the module has graphs
 /// "train_step" and "infer". Throws ir::CompileError for model errors, std::invalid_argument
 /// if an override is out of range.
-ir::Module compile_model(const std::string& path, const RecipeOverrides& o, const std::string& layout = "auto");
+ir::Module compile_model(const std::string& path, const RecipeOverrides& o, const std::string& layout = "auto",
+                         const std::string& target = "cpu");
+
+/// The select-layout target whose code `backend` runs: "cuda" for the cuda backend, else "cpu"
+/// (the reference interpreter runs either layout).
+std::string target_of(const runtime::Backend& backend);
 
 /// One line describing the recipe: "sgd lr 0.001 momentum 0.9, batch 128, 5 epochs, seed 1".
 std::string describe_recipe(const ir::Module& m);

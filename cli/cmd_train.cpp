@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <sstream>
 #include <memory>
 
 #include "cli/cmd_setup.h"
@@ -35,14 +36,17 @@ int run_train(const TrainCliOptions& o) {
   if (!o.init.empty() && !o.resume.empty())
     throw std::invalid_argument("--init and --resume exclude each other (--resume restores the weights too)");
   check_device_options(o.device);
+  // The device first: the passes compile for its target (select-layout's cost model).
+  std::ostringstream device_line;
+  std::unique_ptr<runtime::Backend> backend = choose_device(o.device, device_line);
   auto t0 = Clock::now();
-  ir::Module m = compile_model(o.file, o.recipe, o.device.layout);
+  ir::Module m = compile_model(o.file, o.recipe, o.device.layout, target_of(*backend));
   double compile_s = since(t0);
   if (!m.train.present)
     throw std::invalid_argument(fmt::format("{}: model {} has no train block; add one (docs/dsl.md)", o.file, m.name));
   std::cout << fmt::format("model {} ({}): {} parameters\n", m.name, o.file, parameter_count(m));
   std::cout << "recipe: " << describe_recipe(m) << "\n";
-  std::unique_ptr<runtime::Backend> backend = choose_device(o.device, std::cout);
+  std::cout << device_line.str();
 
   auto t1 = Clock::now();
   std::string dir = o.data.empty() ? default_data_dir(m) : o.data;

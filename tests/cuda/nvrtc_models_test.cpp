@@ -80,17 +80,22 @@ TEST_CASE("every model's CUDA kernels compile with NVRTC for sm_80 and sm_90 wit
   std::vector<fs::path> ms = models();
   REQUIRE(ms.size() >= 5);
   print_header();
-  for (const fs::path& path : ms) {
-    ir::Module m = test::compiled_model(path.string());
-    int64_t train_batch = m.train.batch > 0 ? m.train.batch : 1;
-    for (const char* graph : {"train_step", "infer"}) {
-      if (!m.graph(graph)) continue;
-      std::vector<int64_t> batches = {train_batch};
-      if (train_batch != 1) batches.push_back(1);
-      for (int64_t batch : batches)
-        check_program(codegen::print_program_cuda(test::cuda_lower(m, graph, batch)), m.name, graph, batch);
+  // Each model in NCHW and with every region forced to NHWC (the cuda cost model picks one or
+  // the other per region).
+  for (const fs::path& path : ms)
+    for (const char* variant : {"nchw", "nhwc"}) {
+      ir::Module m = frontend::compile_file(path.string());
+      passes::compile(m, {.target = &passes::cuda_target(), .layout = passes::parse_layout_choice(variant)});
+      int64_t train_batch = m.train.batch > 0 ? m.train.batch : 1;
+      for (const char* graph : {"train_step", "infer"}) {
+        if (!m.graph(graph)) continue;
+        std::vector<int64_t> batches = {train_batch};
+        if (train_batch != 1) batches.push_back(1);
+        for (int64_t batch : batches)
+          check_program(codegen::print_program_cuda(test::cuda_lower(m, graph, batch)), m.name + " (" + variant + ")",
+                        graph, batch);
+      }
     }
-  }
 }
 
 // The ops graph of the cpu op tests (tests/cpu/ops_graph.h): a small case of every registered op
