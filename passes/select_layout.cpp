@@ -297,7 +297,7 @@ class LayoutSelector {
   // conversions at its edges. Infinite where the target has no kernels for the layout.
   double cost(const Region& reg, ir::Layout layout) const {
     if (!supports_activation_layout(t_, layout)) return std::numeric_limits<double>::infinity();
-    double us = 0;
+    double us = 0;  // the region's nodes
     for (int i : reg.nodes) {
       const ir::Node& n = g_.nodes[static_cast<size_t>(i)];
       int64_t moved = 0;
@@ -318,6 +318,7 @@ class LayoutSelector {
         us += conv_layout_penalty_us(t_, layout, shape(n.inputs[1])[1], shape(n.inputs[0])[1],
                                      bytes(n.inputs[0]) + bytes(n.inputs[1]));
     }
+    if (layout == ir::Layout::nhwc) us *= t_.nhwc_kernel_factor;  // as measured on the target's kernels
     if (layout != ir::Layout::row_major) {
       for (ValueId v : reg.sources) us += conversion_us(t_, bytes(v));
       for (ValueId v : reg.sinks) us += conversion_us(t_, bytes(v));

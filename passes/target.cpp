@@ -15,7 +15,11 @@ const Target& cpu_target() {
                         .bytes_per_us = 20e3,          // 20 GB/s: one socket's achievable DRAM stream bandwidth
                         .launch_us = 1.0,              // an OpenMP parallel region's fork/join
                         .tensor_core_channels = 0,
-                        .nchw_tensor_core_passes = 0};
+                        .nchw_tensor_core_passes = 0,
+                        // The smallest train-step time ratio NHWC/NCHW bench/calibrate_layout.py
+                        // measured over the conv models (cifar_strided b32: 1.03; others 1.53 to
+                        // 2.79; docs/passes.md). The region's own ratio is at least this.
+                        .nhwc_kernel_factor = 1.03};
   return t;
 }
 

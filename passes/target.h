@@ -21,9 +21,11 @@ struct Target {
                                                // multiples of this run on tensor cores
   double nchw_tensor_core_passes = 0;          // extra transposes (a read and a write each) of such a conv's
                                                // activations when they are NCHW (the library goes via NHWC)
+  double nhwc_kernel_factor = 1;               // measured time of a region's kernels in NHWC / in NCHW
+                                               // (bench/calibrate_layout.py; 1: not measured)
 };
 
-/// The cpu target: row-major (NCHW) activations only, as cpu codegen implements.
+/// The cpu target: NCHW or NHWC activations; its NHWC kernels measured slower (nhwc_kernel_factor).
 const Target& cpu_target();
 /// The cuda target: NCHW or NHWC activations.
 const Target& cuda_target();

@@ -131,6 +131,30 @@ TEST_CASE("select-layout on the seed CNN: cuda keeps NCHW for a 3-channel image"
   for (const auto& g : m.graphs) CHECK(count_layout(g, ir::Layout::nhwc) == 0);
 }
 
+// The cpu cost model's NHWC factor is what bench/calibrate_layout.py measured (NHWC slower on
+// every conv model): auto keeps NCHW there. The factor decides: a target whose NHWC kernels
+// were measured much faster picks NHWC for the same region, and forcing overrides either.
+TEST_CASE("select-layout on the cpu: the calibrated NHWC factor decides, --layout overrides", "[passes][layout][cost]") {
+  CHECK(passes::cpu_target().nhwc_kernel_factor > 1);
+  auto run = [](const passes::Target& t, passes::LayoutChoice choice) {
+    ir::Module m = frontend::compile_file("models/vgg_cifar.dnn");
+    passes::LayoutReport report;
+    passes::select_layout(m, t, &report, choice);
+    (void)m;
+    return report_for(report, "forward");
+  };
+  const passes::GraphLayoutReport cpu = run(passes::cpu_target(), passes::LayoutChoice::automatic);
+  CHECK(cpu.regions == 1);
+  CHECK(cpu.nhwc_regions == 0);
+  passes::Target fast_nhwc = passes::cpu_target();
+  fast_nhwc.nhwc_kernel_factor = 0.5;
+  const passes::GraphLayoutReport fast = run(fast_nhwc, passes::LayoutChoice::automatic);
+  CHECK(fast.nhwc_regions == 1);
+  CHECK(fast.cost_us < fast.row_major_cost_us);
+  CHECK(run(passes::cpu_target(), passes::LayoutChoice::nhwc).nhwc_regions == 1);
+  CHECK(run(fast_nhwc, passes::LayoutChoice::nchw).nhwc_regions == 0);
+}
+
 TEST_CASE("a target without GEMM transpose flags keeps the transposes", "[passes][layout][cost]") {
   test::CheckFile f = test::parse_check_file(test::read_file("tests/passes/check/select_layout_fold.ir"));
   ir::Module m = ir::parse_module(f.input, "select_layout_fold.ir");
