@@ -86,6 +86,7 @@ TEST_CASE("nhwc equals nchw: every conv model in models/", "[cpu][layout]") {
   check_layouts("models/lenet5.dnn", 6);
   check_layouts("models/cifar_strided.dnn", 6);
   check_layouts("models/vgg_cifar.dnn", 2);
+  check_layouts("models/resnet_mnist.dnn", 3);
 }
 
 TEST_CASE("nhwc equals nchw: awkward conv and pool shapes, batchnorm and dropout, threaded", "[cpu][layout]") {
