@@ -185,7 +185,9 @@ std::string print_program_cpp(const Program& p) {
     if (s.kind == Step::Kind::kernel) {
       const Kernel& k = p.kernels.at(static_cast<size_t>(s.kernel));
       fn_names[i] = k.name;
-      out += print_kernel_cpp(k, s.comment);
+      bool printed = false;  // a kernel several steps run (LowerCtx::emit_again) is printed once
+      for (size_t j = 0; j < i; ++j) printed |= p.steps[j].kind == Step::Kind::kernel && p.steps[j].kernel == s.kernel;
+      if (!printed) out += print_kernel_cpp(k, s.comment);
     } else if (s.with_next || (i > 0 && p.steps[i - 1].with_next)) {
       if (i > 0 && p.steps[i - 1].with_next) continue;  // printed with the group's first step
       size_t last = i;
@@ -209,7 +211,8 @@ std::string print_program_cpp(const Program& p) {
     std::string note = fmt::format("{} {}{}", buffer_kind_name(b.kind), scalar_type_name(b.dtype), shape_str(b.shape));
     if (!b.value_name.empty()) note += " " + b.value_name;
     if (b.kind == BufferKind::alias)
-      out += fmt::format("  {} {} = {};  // {}\n", type, b.name, p.buffers[static_cast<size_t>(b.alias_of)].name, note);
+      out += fmt::format("  {} {} = {}{};  // {}\n", type, b.name, p.buffers[static_cast<size_t>(b.alias_of)].name,
+                         b.alias_offset ? fmt::format(" + {}", b.alias_offset) : std::string(), note);
     else
       out += fmt::format("  {} {} = ({})buffers[{}];  // {}\n", type, b.name, type, i, note);
   }

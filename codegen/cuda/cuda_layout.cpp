@@ -27,7 +27,9 @@ CudaDeviceLayout cuda_device_layout(const Program& p, const CudaProgram& cp, int
   for (size_t i = 0; i < p.buffers.size(); ++i)
     if (in_arena(p.buffers[i])) l.buffer[i] = l.arena_offset + p.buffers[i].offset;
   for (size_t i = 0; i < p.buffers.size(); ++i)
-    if (p.buffers[i].kind == BufferKind::alias) l.buffer[i] = l.buffer[static_cast<size_t>(root_buffer(p, static_cast<int>(i)))];
+    if (p.buffers[i].kind == BufferKind::alias)
+      l.buffer[i] = l.buffer[static_cast<size_t>(root_buffer(p, static_cast<int>(i)))] +
+                    p.buffers[i].alias_offset * static_cast<int64_t>(scalar_type_bytes(p.buffers[i].dtype));
   // Updates: a param's new value is copied into the param's own buffer if the graph reads it,
   // through a snapshot when the value is a param (so no copy reads an overwritten param).
   for (const auto& [name, src] : p.updates) {

@@ -232,6 +232,7 @@ std::string print_kir(const Program& p, const KirNotes& notes) {
     const Buffer& b = p.buffers[i];
     out += fmt::format("buffer %{} {}: {}", i, b.name, buffer_kind_name(b.kind));
     if (b.kind == BufferKind::alias) out += " of " + buffer_ref(b.alias_of);
+    if (b.kind == BufferKind::alias && b.alias_offset != 0) out += fmt::format(" + {}", b.alias_offset);
     out += fmt::format(" {}[{}]", scalar_type_name(b.dtype), fmt::join(b.shape, ","));
     if (!b.value_name.empty()) out += fmt::format(" \"{}\"", b.value_name);
     if (b.offset >= 0) out += fmt::format(" at {} live {}..{}", b.offset, life[i].first, life[i].last);

@@ -503,9 +503,9 @@ void verify_program(const Program& p, const KirVerifyOptions& options) {
         p.buffers[static_cast<size_t>(b.alias_of)].kind == BufferKind::alias)
       fail(prog, fmt::format("alias {} does not view a root buffer", b.name));
     const Buffer& root = p.buffers[static_cast<size_t>(b.alias_of)];
-    if (b.numel() > root.numel() || b.dtype != root.dtype)
-      fail(prog, fmt::format("alias {} ({}[{}]) views {} ({}[{}])", b.name, scalar_type_name(b.dtype), b.numel(),
-                             root.name, scalar_type_name(root.dtype), root.numel()));
+    if (b.alias_offset < 0 || b.alias_offset + b.numel() > root.numel() || b.dtype != root.dtype)
+      fail(prog, fmt::format("alias {} ({}[{}] at {}) views {} ({}[{}])", b.name, scalar_type_name(b.dtype), b.numel(),
+                             b.alias_offset, root.name, scalar_type_name(root.dtype), root.numel()));
   }
   std::set<int> update_roots;
   for (const auto& [name, b] : p.updates) {

@@ -27,6 +27,7 @@ struct Buffer {
   ScalarType dtype = ScalarType::f32;
   std::vector<int64_t> shape;  // concrete
   int alias_of = -1;           // kind == alias: the buffer whose storage this is (never an alias)
+  int64_t alias_offset = 0;    // kind == alias: where in alias_of's storage it starts (elements; a chunk of the batch)
   /// intermediate and scratch buffers: bytes from the base of the program's activation arena
   /// (plan_memory, codegen/lower/plan_memory.h); -1 before planning and for every other kind.
   int64_t offset = -1;

@@ -131,6 +131,9 @@ int KernelDraft::add(int buffer, bool written) {
   // passed once, so no two __restrict__ params ever point to the same memory.
   for (size_t i = 0; i < args.size(); ++i)
     if (ctx_.root(args[i]) == ctx_.root(buffer)) {
+      DNNC_CHECK(ctx_.prog.buffers[static_cast<size_t>(args[i])].alias_offset ==
+                     ctx_.prog.buffers[static_cast<size_t>(buffer)].alias_offset,
+                 "a kernel binds two views of {} at different offsets", ctx_.prog.buffers[static_cast<size_t>(buffer)].name);
       if (written) kb.set_written(static_cast<int>(i));
       return static_cast<int>(i);
     }
@@ -262,6 +265,20 @@ void LowerCtx::define_alias(ir::ValueId v, ir::ValueId src) {
   value_buffer_.at(static_cast<size_t>(v)) = static_cast<int>(prog.buffers.size()) - 1;
 }
 
+int LowerCtx::view(int buffer, int64_t offset, const Dims& shape) {
+  const Buffer& src = prog.buffers.at(static_cast<size_t>(buffer));
+  Buffer b;
+  b.name = unique_name(src.name + "_at" + std::to_string(offset));
+  b.value_name = src.value_name;
+  b.kind = BufferKind::alias;
+  b.alias_of = root_buffer(prog, buffer);
+  b.alias_offset = (src.kind == BufferKind::alias ? src.alias_offset : 0) + offset;
+  b.dtype = src.dtype;
+  b.shape = shape;
+  prog.buffers.push_back(std::move(b));
+  return static_cast<int>(prog.buffers.size()) - 1;
+}
+
 int LowerCtx::scratch(const std::string& base, int64_t n) {
   Buffer b;
   b.name = unique_name("s_" + sanitize(base));
@@ -275,13 +292,29 @@ std::string LowerCtx::kernel_name(const std::string& op) const {
   return fmt::format("k{}_{}", prog.steps.size(), sanitize(op));
 }
 
-void LowerCtx::emit(KernelDraft&& d) {
+int LowerCtx::emit(KernelDraft&& d) {
   Step s;
   s.kind = Step::Kind::kernel;
   s.comment = comment;
   s.kernel = static_cast<int>(prog.kernels.size());
   s.args = std::move(d.args);
   prog.kernels.push_back(d.kb.finish());
+  prog.steps.push_back(std::move(s));
+  return prog.steps.back().kernel;
+}
+
+void LowerCtx::emit_again(int kernel, std::vector<int> args) {
+  const Kernel& k = prog.kernels.at(static_cast<size_t>(kernel));
+  DNNC_CHECK(args.size() == k.params.size(), "kernel {} takes {} buffers, given {}", k.name, k.params.size(), args.size());
+  for (size_t i = 0; i < args.size(); ++i)
+    DNNC_CHECK(prog.buffers.at(static_cast<size_t>(args[i])).numel() == k.params[i].numel,
+               "kernel {} param {} has {} elements, its buffer {}", k.name, k.params[i].name, k.params[i].numel,
+               prog.buffers.at(static_cast<size_t>(args[i])).numel());
+  Step s;
+  s.kind = Step::Kind::kernel;
+  s.comment = comment;
+  s.kernel = kernel;
+  s.args = std::move(args);
   prog.steps.push_back(std::move(s));
 }
 

@@ -40,6 +40,11 @@ struct LowerOptions {
   // pools with window rows <= stride). A GPU needs the items (64 planes at the seed CNN's batch
   // 4); a CPU core is better off with whole planes (the cuda backend turns it on).
   bool conv_row_bands = false;
+  // A non-direct convolution's im2col columns take at most this many bytes: the batch is
+  // lowered in chunks of images (views of x and y at the chunk's offset), each its own im2col
+  // and GEMM over one columns buffer. 0: the whole batch at once (the cuda backend: one
+  // batched GEMM, and a GPU's memory is not what limits it).
+  int64_t conv_columns_bytes = int64_t{16} << 20;
 };
 
 /// The CUDA target marks every loop nest that may run in parallel (no work threshold on a GPU).
@@ -64,6 +69,7 @@ inline LowerOptions cuda_lower_options() {
   o.image_sums_outer = false;
   o.two_stage_sums = true;
   o.conv_row_bands = true;
+  o.conv_columns_bytes = 0;
   return o;
 }
 

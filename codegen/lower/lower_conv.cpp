@@ -1,5 +1,10 @@
 // conv2d and its backward ops: direct loops for small kernels and grouped convolutions,
 // otherwise im2col / col2im kernels around batched GEMM library calls.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
 #include "codegen/lower/lower_window.h"
 
 namespace dnnc::codegen {
@@ -65,11 +70,10 @@ bool use_direct(const LowerCtx& ctx, const ConvGeom& g) {
 // Writes the im2col matrix of x. Per image (`across_batch` false): col[b][row][p]; across the
 // batch (`across_batch` true, one GEMM for all images): col[row][b*P + p]. row = (c*kh + ki)*kw + kj,
 // p = oh*wo + ow.
-int emit_im2col(LowerCtx& ctx, const ir::Node& n, const ConvGeom& g, ir::ValueId xv, bool across_batch) {
-  int col = ctx.scratch("col", g.b * g.k() * g.p());
-  ctx.comment = {ctx.node_text(n), "  (im2col of " + ctx.graph.value(xv).name + ")"};
+// The kernel of emit_im2col on buffers x_buffer -> col (g.b images); returns the kernel's index.
+int emit_im2col_kernel(LowerCtx& ctx, const ConvGeom& g, int x_buffer, int col, bool across_batch) {
   KernelDraft d(ctx, ctx.kernel_name("im2col"));
-  int x = d.read(ctx.buffer(xv));
+  int x = d.read(x_buffer);
   int cp = d.write(col);
   KernelBuilder& kb = d.kb;
   bool padded = g.p0 > 0 || g.p1 > 0;
@@ -90,8 +94,22 @@ int emit_im2col(LowerCtx& ctx, const ir::Node& n, const ConvGeom& g, ir::ValueId
       kb.store(cp, cbase + row * i64c(row_stride) + oh * i64c(g.wo) + ow, kb.load(x, xbase + ih * i64c(g.w) + iw));
     });
   });
-  ctx.emit(std::move(d));
+  return ctx.emit(std::move(d));
+}
+
+int emit_im2col(LowerCtx& ctx, const ir::Node& n, const ConvGeom& g, ir::ValueId xv, bool across_batch) {
+  int col = ctx.scratch("col", g.b * g.k() * g.p());
+  ctx.comment = {ctx.node_text(n), "  (im2col of " + ctx.graph.value(xv).name + ")"};
+  emit_im2col_kernel(ctx, g, ctx.buffer(xv), col, across_batch);
   return col;
+}
+
+// Images per chunk so that a chunk's im2col columns (K x P floats per image) fit in
+// LowerOptions::conv_columns_bytes; the whole batch where that is 0 or already fits.
+int64_t images_per_chunk(const LowerCtx& ctx, const ConvGeom& g) {
+  const int64_t per_image = g.k() * g.p() * 4;
+  if (ctx.options.conv_columns_bytes <= 0 || g.b * per_image <= ctx.options.conv_columns_bytes) return g.b;
+  return std::max<int64_t>(1, ctx.options.conv_columns_bytes / per_image);
 }
 
 GemmCall::Threads batch_threads(const LowerCtx& ctx, const GemmCall& c) {
@@ -106,21 +124,44 @@ void lower_conv2d(LowerCtx& ctx, const ir::Node& n, const ir::Attrs& a) {
   if (conv_nhwc(ctx, n, g, n.inputs[0], n.outputs[0])) return lower_conv2d_nhwc(ctx, n, g);
   bool has_bias = n.inputs.size() > 2;
   if (!use_direct(ctx, g)) {
-    int col = emit_im2col(ctx, n, g, n.inputs[0], false);
-    ctx.comment = {ctx.node_text(n)};
-    GemmCall c;
-    c.a = ctx.buffer(n.inputs[1]);
-    c.b = col;
-    c.c = ctx.define(n.outputs[0]);
-    c.m = g.o, c.n = g.p(), c.k = g.k();
-    c.lda = g.k(), c.ldb = g.p(), c.ldc = g.p();
-    c.batch = g.b, c.stride_a = 0, c.stride_b = g.k() * g.p(), c.stride_c = g.o * g.p();
-    if (has_bias) {
-      c.bias = ctx.buffer(n.inputs[2]);
-      c.bias_kind = GemmCall::Bias::per_row;
+    // Per chunk of images (images_per_chunk): its im2col columns, then one GEMM per image of
+    // the chunk, all chunks through one columns buffer.
+    const int64_t chunk = images_per_chunk(ctx, g);
+    const int col = ctx.scratch("col", chunk * g.k() * g.p());
+    const int x = ctx.buffer(n.inputs[0]);
+    const int64_t x_image = g.c * g.h * g.w, y_image = g.o * g.p();
+    int y = -1;  // defined after the first im2col, as the program has always numbered it
+    int kernel = -1;
+    int64_t kernel_images = 0;
+    for (int64_t b0 = 0; b0 < g.b; b0 += chunk) {
+      const int64_t nb = std::min(chunk, g.b - b0);
+      ConvGeom gc = g;
+      gc.b = nb;
+      const bool whole = nb == g.b;
+      const int xc = whole ? x : ctx.view(x, b0 * x_image, {nb, g.c, g.h, g.w});
+      ctx.comment = {ctx.node_text(n), whole ? "  (im2col of " + ctx.graph.value(n.inputs[0]).name + ")"
+                                             : fmt::format("  (im2col of images {}..{})", b0, b0 + nb - 1)};
+      if (nb == kernel_images)
+        ctx.emit_again(kernel, {xc, col});
+      else
+        kernel = emit_im2col_kernel(ctx, gc, xc, col, false), kernel_images = nb;
+      ctx.comment = {ctx.node_text(n)};
+      if (y < 0) y = ctx.define(n.outputs[0]);
+      const int yc = whole ? y : ctx.view(y, b0 * y_image, {nb, g.o, g.ho, g.wo});
+      GemmCall c;
+      c.a = ctx.buffer(n.inputs[1]);
+      c.b = col;
+      c.c = yc;
+      c.m = g.o, c.n = g.p(), c.k = g.k();
+      c.lda = g.k(), c.ldb = g.p(), c.ldc = g.p();
+      c.batch = nb, c.stride_a = 0, c.stride_b = g.k() * g.p(), c.stride_c = g.o * g.p();
+      if (has_bias) {
+        c.bias = ctx.buffer(n.inputs[2]);
+        c.bias_kind = GemmCall::Bias::per_row;
+      }
+      c.threads = batch_threads(ctx, c);
+      ctx.emit_gemm(c);
     }
-    c.threads = batch_threads(ctx, c);
-    ctx.emit_gemm(c);
     return;
   }
   KernelDraft d(ctx, ctx.kernel_name(n.op));
@@ -182,10 +223,58 @@ void lower_conv2d(LowerCtx& ctx, const ir::Node& n, const ir::Attrs& a) {
   ctx.emit(std::move(d));
 }
 
+// Backward-input in chunks of images (images_per_chunk): per chunk, dcol_b = Wᵀ · dy_b for its
+// images, then col2im of the chunk into its images of dx, all chunks through one dcol buffer.
+void lower_conv2d_backward_input_chunked(LowerCtx& ctx, const ir::Node& n, const ConvGeom& g) {
+  const int64_t chunk = images_per_chunk(ctx, g);
+  const int dcol = ctx.scratch("dcol", chunk * g.k() * g.p());
+  const int dy = ctx.buffer(n.inputs[0]), dx = ctx.define(n.outputs[0]);
+  const int64_t x_image = g.c * g.h * g.w, y_image = g.o * g.p();
+  int kernel = -1;
+  int64_t kernel_images = 0;
+  for (int64_t b0 = 0; b0 < g.b; b0 += chunk) {
+    const int64_t nb = std::min(chunk, g.b - b0);
+    ConvGeom gc = g;
+    gc.b = nb;
+    const int dyc = ctx.view(dy, b0 * y_image, {nb, g.o, g.ho, g.wo});
+    const int dxc = ctx.view(dx, b0 * x_image, {nb, g.c, g.h, g.w});
+    ctx.comment = {ctx.node_text(n), fmt::format("  (images {}..{})", b0, b0 + nb - 1)};
+    GemmCall c;  // dcol_b [K, P] = Wᵀ [K, O] · dy_b [O, P]
+    c.a = ctx.buffer(n.inputs[1]);
+    c.trans_a = true;
+    c.b = dyc;
+    c.c = dcol;
+    c.m = g.k(), c.n = g.p(), c.k = g.o;
+    c.lda = g.k(), c.ldb = g.p(), c.ldc = g.p();
+    c.batch = nb, c.stride_a = 0, c.stride_b = g.o * g.p(), c.stride_c = g.k() * g.p();
+    c.threads = batch_threads(ctx, c);
+    ctx.emit_gemm(c);
+    if (nb == kernel_images) {
+      ctx.emit_again(kernel, {dcol, dxc});
+      continue;
+    }
+    KernelDraft d(ctx, ctx.kernel_name("col2im"));
+    int src = d.read(dcol);
+    int out = d.write(dxc);
+    KernelBuilder& kb = d.kb;
+    kb.loop("bc", nb * g.c, ctx.parallel(nb * x_image * g.kh * g.kw), [&](Expr bc) {
+      Expr xbase = kb.let("xbase", bc * i64c(g.h * g.w));
+      kb.loop("i", g.h * g.w, false, [&](Expr i) { kb.store(out, xbase + i, f32c(0)); });
+      Expr cbase = kb.let("cbase", bc * i64c(g.kh * g.kw * g.p()));
+      for_each_tap(kb, gc, nullptr, [&](Expr ki, Expr kj, Expr oh, Expr ow, Expr ih, Expr iw) {
+        Expr row = ki * i64c(g.kw) + kj;
+        kb.accumulate(out, xbase + ih * i64c(g.w) + iw, kb.load(src, cbase + row * i64c(g.p()) + oh * i64c(g.wo) + ow));
+      });
+    });
+    kernel = ctx.emit(std::move(d)), kernel_images = nb;
+  }
+}
+
 void lower_conv2d_backward_input(LowerCtx& ctx, const ir::Node& n, const ir::Attrs& a) {
   Dims xs = ctx.shape(n.outputs[0]);
   ConvGeom g = conv_geom(ctx, n, a, xs, ctx.shape(n.inputs[1]), ctx.shape(n.inputs[0]));
   if (conv_nhwc(ctx, n, g, n.inputs[0], n.outputs[0])) return lower_conv2d_backward_input_nhwc(ctx, n, g);
+  if (!use_direct(ctx, g) && images_per_chunk(ctx, g) < g.b) return lower_conv2d_backward_input_chunked(ctx, n, g);
   int dcol = -1;
   if (!use_direct(ctx, g)) {
     dcol = ctx.scratch("dcol", g.b * g.k() * g.p());
@@ -237,10 +326,78 @@ void lower_conv2d_backward_input(LowerCtx& ctx, const ir::Node& n, const ir::Att
   ctx.emit(std::move(d));
 }
 
+// Backward-weight in chunks of images (images_per_chunk): per chunk, the im2col columns of its
+// images, then dW accumulates their products: dy_b · col_bᵀ summed in image order, either by one
+// GEMM per chunk (β = 0 on the first, 1 after) or, where threads pay, the chunk's products side
+// by side and a sum into dW (stored on the first chunk, added after). Both sum the images in the
+// order the unchunked lowering does.
+void lower_conv2d_backward_weight_chunked(LowerCtx& ctx, const ir::Node& n, const ConvGeom& g) {
+  const int64_t chunk = images_per_chunk(ctx, g);
+  const int col = ctx.scratch("col", chunk * g.k() * g.p());
+  const int x = ctx.buffer(n.inputs[1]), dy = ctx.buffer(n.inputs[0]), dw = ctx.define(n.outputs[0]);
+  const int64_t x_image = g.c * g.h * g.w, y_image = g.o * g.p(), ok = g.o * g.k();
+  GemmCall per_image;  // dy_b [O, P] · col_bᵀ [P, K]
+  per_image.trans_b = true;
+  per_image.m = g.o, per_image.n = g.k(), per_image.k = g.p();
+  per_image.lda = g.p(), per_image.ldb = g.p(), per_image.ldc = g.k();
+  per_image.batch = chunk, per_image.stride_a = g.o * g.p(), per_image.stride_b = g.k() * g.p(), per_image.stride_c = ok;
+  const bool threaded = batch_threads(ctx, per_image) == GemmCall::Threads::over_batch;
+  const int parts = threaded ? ctx.scratch("dw_parts", chunk * ok) : -1;
+  std::map<std::pair<int64_t, bool>, int> sum_kernels;  // (images, first chunk) -> kernel
+  int im2col_kernel = -1;
+  int64_t im2col_images = 0;
+  for (int64_t b0 = 0; b0 < g.b; b0 += chunk) {
+    const int64_t nb = std::min(chunk, g.b - b0);
+    const bool first = b0 == 0;
+    ConvGeom gc = g;
+    gc.b = nb;
+    const int xc = ctx.view(x, b0 * x_image, {nb, g.c, g.h, g.w});
+    const int dyc = ctx.view(dy, b0 * y_image, {nb, g.o, g.ho, g.wo});
+    ctx.comment = {ctx.node_text(n), fmt::format("  (im2col of images {}..{})", b0, b0 + nb - 1)};
+    if (nb == im2col_images)
+      ctx.emit_again(im2col_kernel, {xc, col});
+    else
+      im2col_kernel = emit_im2col_kernel(ctx, gc, xc, col, false), im2col_images = nb;
+    ctx.comment = {ctx.node_text(n), fmt::format("  (images {}..{})", b0, b0 + nb - 1)};
+    GemmCall c = per_image;
+    c.a = dyc;
+    c.b = col;
+    c.batch = nb;
+    if (!threaded) {
+      c.c = dw;
+      c.stride_c = 0;
+      c.accumulate_batches = true;
+      c.beta = first ? 0.0f : 1.0f;
+      c.threads = GemmCall::Threads::single;
+      ctx.emit_gemm(c);
+      continue;
+    }
+    c.c = parts;
+    c.threads = GemmCall::Threads::over_batch;
+    ctx.emit_gemm(c);
+    ctx.comment = {ctx.node_text(n), fmt::format("  (sum of images {}..{})", b0, b0 + nb - 1)};
+    auto it = sum_kernels.find({nb, first});
+    if (it != sum_kernels.end()) {
+      ctx.emit_again(it->second, {parts, dw});
+      continue;
+    }
+    KernelDraft d(ctx, ctx.kernel_name("dw_sum"));
+    int pp = d.read(parts);
+    int out = d.write(dw);
+    KernelBuilder& kb = d.kb;
+    if (first) kb.loop("i", ok, false, [&](Expr i) { kb.store(out, i, kb.load(pp, i)); });
+    kb.loop("b", i64c(first ? 1 : 0), i64c(nb), false, [&](Expr b) {
+      kb.loop("i", ok, false, [&](Expr i) { kb.accumulate(out, i, kb.load(pp, b * i64c(ok) + i)); });
+    });
+    sum_kernels[{nb, first}] = ctx.emit(std::move(d));
+  }
+}
+
 void lower_conv2d_backward_weight(LowerCtx& ctx, const ir::Node& n, const ir::Attrs& a) {
   Dims ws = ctx.shape(n.outputs[0]);
   ConvGeom g = conv_geom(ctx, n, a, ctx.shape(n.inputs[1]), ws, ctx.shape(n.inputs[0]));
   if (conv_nhwc(ctx, n, g, n.inputs[0], n.inputs[1])) return lower_conv2d_backward_weight_nhwc(ctx, n, g);
+  if (g.groups == 1 && images_per_chunk(ctx, g) < g.b) return lower_conv2d_backward_weight_chunked(ctx, n, g);
   if (g.groups == 1) {
     // dW [O, K] = sum over images of dy_b [O, P] · col_bᵀ [P, K]: one GEMM per image, summed
     // into dW, reading dy in place (no transpose).

@@ -71,9 +71,15 @@ class LowerCtx {
   void define_alias(ir::ValueId v, ir::ValueId src);
   /// A scratch buffer of `numel` f32 elements.
   int scratch(const std::string& base, int64_t numel);
+  /// An alias of `buffer`'s storage starting `offset` elements in, of shape `shape` (a chunk of
+  /// the batch).
+  int view(int buffer, int64_t offset, const Dims& shape);
 
-  /// Appends a kernel step (comment = the current group's IR lines).
-  void emit(KernelDraft&& d);
+  /// Appends a kernel step (comment = the current group's IR lines); returns the kernel's index.
+  int emit(KernelDraft&& d);
+  /// Appends a step running kernel `kernel` (an index emit returned) again, on buffers `args`
+  /// (of the sizes its params have).
+  void emit_again(int kernel, std::vector<int> args);
   void emit_gemm(const GemmCall& call);
   /// Makes `d` (a kernel with index_params begin, end) the epilogue of the last step, a GEMM.
   void attach_epilogue(KernelDraft&& d);

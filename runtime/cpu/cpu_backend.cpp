@@ -158,7 +158,9 @@ class CpuExecutable : public Executable {
       }
     }
     for (size_t i = 0; i < prog_.buffers.size(); ++i)
-      if (prog_.buffers[i].kind == BufferKind::alias) ptrs_[i] = ptrs_[static_cast<size_t>(prog_.buffers[i].alias_of)];
+      if (prog_.buffers[i].kind == BufferKind::alias)
+        ptrs_[i] = static_cast<std::byte*>(ptrs_[static_cast<size_t>(prog_.buffers[i].alias_of)]) +
+                   prog_.buffers[i].alias_offset * static_cast<int64_t>(codegen::scalar_type_bytes(prog_.buffers[i].dtype));
   }
 
   // A copy of buffer b (its own shape) as a Tensor.
