@@ -44,10 +44,15 @@ def peak_rss(cmd, env=None):
 def arena_bytes(dnnc, model, graph, batch):
     out = subprocess.run([dnnc, "compile", model, "--stats", "--graph", graph, "--batch", str(batch)], cwd=ROOT,
                          check=True, capture_output=True, text=True).stdout
-    m = re.search(r"plan-memory \(cpu\): arena (\d+) bytes", out)
-    if not m:
-        raise SystemExit(f"memory_bench.py: no plan-memory line in `dnnc compile --stats` of {model}:\n{out}")
-    return int(m.group(1))
+    current = None
+    for line in out.splitlines():  # `--stats` prints a block per graph, headed `GRAPH: kernels ...`
+        head = re.match(r"^(\w+): kernels ", line)
+        if head:
+            current = head.group(1)
+        m = re.search(r"plan-memory \(cpu\): arena (\d+) bytes", line)
+        if m and current == graph:
+            return int(m.group(1))
+    raise SystemExit(f"memory_bench.py: no plan-memory line for {graph} in `dnnc compile --stats` of {model}:\n{out}")
 
 
 def mib(x):

@@ -27,6 +27,13 @@ BnGeom bn_geom(const LowerCtx& ctx, const ir::Node& n, ir::ValueId xv) {
   return g;
 }
 
+// The channel loop runs on several threads where it is worth it, in NCHW only: channels-last
+// channels interleave in memory, which the race checker cannot prove apart (NHWC batchnorm is
+// serial; the cpu cost model does not pick NHWC).
+bool channel_loop_parallel(const LowerCtx& ctx, const BnGeom& g) {
+  return !g.nhwc && ctx.parallel(g.c * g.count()) && g.c > 1;
+}
+
 void for_channel(KernelBuilder& kb, const BnGeom& g, Expr c, const std::function<void(Expr)>& f) {
   kb.loop("b", g.b, false, [&](Expr b) {
     if (g.nhwc) {
@@ -57,7 +64,7 @@ void lower_batchnorm(LowerCtx& ctx, const ir::Node& n, const ir::Attrs& a) {
   KernelBuilder& kb = d.kb;
   Expr count = f32c(static_cast<double>(g.count()));
   Expr m = f32c(ir::attr_float(a, "momentum"));
-  kb.loop("c", g.c, ctx.parallel(g.c * g.count()) && g.c > 1, [&](Expr c) {
+  kb.loop("c", g.c, channel_loop_parallel(ctx, g), [&](Expr c) {
     Expr sum = kb.let("sum", f32c(0));
     for_channel(kb, g, c, [&](Expr i) { kb.assign(sum, sum + kb.load(x, i)); });
     Expr mean = kb.let("mean", sum / count);
@@ -91,7 +98,7 @@ void lower_batchnorm_backward(LowerCtx& ctx, const ir::Node& n, const ir::Attrs&
   int db = d.write(ctx.define(n.outputs[2]));
   KernelBuilder& kb = d.kb;
   Expr count = f32c(static_cast<double>(g.count()));
-  kb.loop("c", g.c, ctx.parallel(g.c * g.count()) && g.c > 1, [&](Expr c) {
+  kb.loop("c", g.c, channel_loop_parallel(ctx, g), [&](Expr c) {
     Expr mu = kb.let("mu", kb.load(mean, c));
     Expr is = kb.let("is", kb.load(invstd, c));
     Expr sum = kb.let("sum", f32c(0));

@@ -63,13 +63,24 @@ Expr avg_window(KernelBuilder& kb, const PoolGeom& g, bool include_pad, Expr oh,
 void for_each_cell(LowerCtx& ctx, KernelBuilder& kb, const PoolGeom& g, const PlaneMap& xm, const PlaneMap& ym,
                    int dx_zero, const std::function<void(Expr, Expr, Expr, Expr)>& f) {
   int64_t work = g.bc * std::max(g.h * g.w, g.ho * g.wo * g.k0 * g.k1);
-  kb.loop("bc", g.bc, ctx.parallel(work) && g.bc > 1, [&](Expr bc) {
-    Expr xbase = xm.plane(kb, "xbase", bc);
-    Expr ybase = ym.plane(kb, "ybase", bc);
+  auto plane = [&](Expr xbase, Expr ybase) {
     if (dx_zero >= 0)
       kb.loop("i", g.h * g.w, false, [&](Expr i) { kb.store(dx_zero, xbase + times(i, xm.pixel()), f32c(0)); });
     kb.loop("oh", g.ho, false, [&](Expr oh) { kb.loop("ow", g.wo, false, [&](Expr ow) { f(xbase, ybase, oh, ow); }); });
-  });
+  };
+  if (xm.nhwc) {
+    // Channels-last planes interleave: threads take whole images (contiguous, so the parallel
+    // loop is provably race-free), the channels of an image in order: the same plane order.
+    const int64_t images = g.bc / xm.c;
+    kb.loop("b", images, ctx.parallel(work) && images > 1, [&](Expr b) {
+      kb.loop("c", xm.c, false, [&](Expr c) {
+        plane(kb.let("xbase", b * i64c(xm.hw * xm.c) + c), kb.let("ybase", b * i64c(ym.hw * ym.c) + c));
+      });
+    });
+    return;
+  }
+  kb.loop("bc", g.bc, ctx.parallel(work) && g.bc > 1,
+          [&](Expr bc) { plane(xm.plane(kb, "xbase", bc), ym.plane(kb, "ybase", bc)); });
 }
 
 }  // namespace
