@@ -74,13 +74,18 @@ void for_each_cell(LowerCtx& ctx, KernelBuilder& kb, const PoolGeom& g, const Pl
     const int64_t images = g.bc / xm.c;
     kb.loop("b", images, ctx.parallel(work) && images > 1, [&](Expr b) {
       kb.loop("c", xm.c, false, [&](Expr c) {
-        plane(kb.let("xbase", b * i64c(xm.hw * xm.c) + c), kb.let("ybase", b * i64c(ym.hw * ym.c) + c));
+        Expr xbase = kb.let("xbase", b * i64c(xm.hw * xm.c) + c);
+        Expr ybase = kb.let("ybase", b * i64c(ym.hw * ym.c) + c);
+        plane(xbase, ybase);
       });
     });
     return;
   }
-  kb.loop("bc", g.bc, ctx.parallel(work) && g.bc > 1,
-          [&](Expr bc) { plane(xm.plane(kb, "xbase", bc), ym.plane(kb, "ybase", bc)); });
+  kb.loop("bc", g.bc, ctx.parallel(work) && g.bc > 1, [&](Expr bc) {
+    Expr xbase = xm.plane(kb, "xbase", bc);  // in this order: the lets print as they are made
+    Expr ybase = ym.plane(kb, "ybase", bc);
+    plane(xbase, ybase);
+  });
 }
 
 }  // namespace
