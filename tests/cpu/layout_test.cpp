@@ -1,8 +1,9 @@
 // select-layout's NHWC is lowered, and it computes what NCHW computes: every conv model, compiled
 // with --layout nhwc and --layout nchw, run for three train steps and one inference from the
 // same params on the same seeded inputs — outputs and every updated param of the two within
-// 1e-6 of each other, and each within the cpu backend's tolerance (1e-5) of the reference
-// interpreter (which runs the nhwc module in its own storage order).
+// 1e-6 of each other (or twice nchw's own distance from the reference where that is larger:
+// check_pair), and nhwc within the cpu backend's tolerance (1e-5) of the reference interpreter
+// (which runs the nhwc module in its own storage order).
 #include "cpu_test_util.h"
 
 using namespace dnnc;
