@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Times dnnc (cpu backend) against PyTorch, interleaved in one run, on the seed MLP (batch 128)
-# and the seed CNN (batch 4 and 128); prints medians, ratios, the sgemm ceiling and compile times.
+# Times dnnc (cpu backend) against PyTorch, interleaved in one run, on every model of the zoo in
+# models/: the train step at the train block's batch, and test-set inference (dnnc eval against
+# torch.no_grad()) at batch 1000. Prints medians, ratios, GFLOP/s against the sgemm ceiling, the
+# MLPs' GEMM bound, and cold/warm compile times of every zoo model. About 10 minutes.
 # Installs Debian's python3-torch if missing and builds dnnc first.
 # Usage: bench/compare_torch.sh [--rounds N] [--only LABEL] [--json FILE] [--openblas-core env|auto|NAME]
 set -euo pipefail

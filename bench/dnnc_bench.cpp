@@ -1,23 +1,31 @@
 // dnnc_bench: the benchmark harness behind bench/compare_torch.sh (not a unit test; nothing here
 // is run by ctest). Modes:
-//   dnnc_bench serve MODEL.dnn --batch B [--device cpu] [--threads T] [--no-coschedule]
-//       compiles MODEL's train_step for batch B, makes 8 seeded random batches in memory, then
-//       answers lines on stdin: "run N" runs N train steps (cycling through the batches) and
-//       prints one JSON line {"times_ms":[...]} with each step's wall time; "quit" exits.
+//   dnnc_bench serve MODEL.dnn --batch B [--graph G] [--device cpu] [--threads T] [--no-coschedule]
+//       compiles MODEL's graph G (train_step, the default, or infer: what `dnnc eval` runs per
+//       batch) for batch B, makes 8 seeded random batches in memory, then answers lines on
+//       stdin: "run N" runs the graph N times (cycling through the batches) and prints one JSON
+//       line {"times_ms":[...]} with each run's wall time; "quit" exits.
 //       A persistent worker lets the driver interleave dnnc and PyTorch in one run.
 //       --no-coschedule lowers without LowerOptions::coschedule_gemms (for A/B runs).
 //       Every mode that compiles a model takes --layout auto|nchw|nhwc (select-layout's choice).
-//   dnnc_bench profile MODEL.dnn --batch B [--steps N] [--threads T]
-//       compiles the train_step like serve, runs it N times (default 200, after 20 warm-up
+//   dnnc_bench profile MODEL.dnn --batch B [--graph G] [--steps N] [--threads T]
+//       compiles graph G like serve, runs it N times (default 200, after 20 warm-up
 //       runs) with the generated code's per-step hook set (cpu::set_profiler) and prints a
 //       table: per program step its median ms, share of the summed medians, name and the IR
 //       lines it computes; then the median of the whole run() and what run() spends outside
 //       dnnc_run (binding buffers, copying outputs and updates).
 //   dnnc_bench compile MODEL.dnn --batch B --cache DIR
-//       times frontend + passes + codegen + JIT of the train_step (cold if DIR is empty, warm if
-//       an earlier run filled it); prints {"compile_ms":...}.
-//   dnnc_bench flops MODEL.dnn --batch B
-//       prints {"gemm_flops":...}: 2*M*N*K summed over the GEMM calls of the lowered train step.
+//       times frontend + passes + codegen + JIT of graph G (--graph all: train_step and infer,
+//       what `dnnc train` compiles), cold if DIR is empty, warm if an earlier run filled it;
+//       prints {"compile_ms":...}.
+//   dnnc_bench flops MODEL.dnn --batch B [--graph G]
+//       prints {"gemm_flops":...}: 2*M*N*K summed over the GEMM calls of graph G as lowered
+//       (every conv and linear is lowered to GEMMs, so this is the model's matrix-product work).
+//   dnnc_bench gemm-bound MODEL.dnn --batch B [--graph G] [--steps N] [--threads T]
+//       the GEMM bound of graph G: the same GEMM calls as lowered (shapes, transposes, batches),
+//       run back to back through plain OpenBLAS cblas_sgemm on scratch buffers with nothing
+//       else; prints {"gemm_ms":...}, the median over N runs (default 200) of their summed time.
+//       A step can be no faster than this with OpenBLAS as its GEMM.
 //   dnnc_bench sgemm [--n N] [--threads T]
 //       the machine's sgemm ceiling: median GFLOP/s of OpenBLAS cblas_sgemm on N x N x N, and the
 //       kernel set ("core") OpenBLAS runs, which OPENBLAS_CORETYPE overrides.
@@ -56,16 +64,22 @@ using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 
 struct Args {
-  std::string mode, model, device = "cpu", cache;
+  std::string mode, model, device = "cpu", cache, graph = "train_step";
   int64_t batch = 0;
   int threads = 0, n = 1024, steps = 200;
   bool coschedule = true;
   std::string layout = "auto";  // select-layout's choice: auto, nchw or nhwc
+
+  Args with_graph(std::string g) const {
+    Args b = *this;
+    b.graph = std::move(g);
+    return b;
+  }
 };
 
 Args parse_args(int argc, char** argv) {
   if (argc < 2)
-    throw std::invalid_argument("usage: dnnc_bench serve|profile|compile|flops|sgemm [MODEL.dnn] [options]");
+    throw std::invalid_argument("usage: dnnc_bench serve|profile|compile|flops|gemm-bound|sgemm [MODEL.dnn] [options]");
   Args a;
   a.mode = argv[1];
   for (int i = 2; i < argc; ++i) {
@@ -90,6 +104,8 @@ Args parse_args(int argc, char** argv) {
       a.coschedule = false;
     else if (s == "--layout")
       a.layout = value();
+    else if (s == "--graph")
+      a.graph = value();
     else if (!s.empty() && s[0] != '-' && a.model.empty())
       a.model = s;
     else
@@ -104,6 +120,15 @@ ir::Module pipeline(const std::string& path, const std::string& layout) {
   ir::Module m = frontend::compile_file(path);
   passes::compile(m, {.layout = passes::parse_layout_choice(layout)});
   return m;
+}
+
+/// The graph the mode runs: --graph (train_step unless given).
+const ir::Graph* graph_of(const ir::Module& m, const Args& a) {
+  const ir::Graph* g = m.graph(a.graph);
+  if (!g)
+    throw std::runtime_error(a.model + ": no graph '" + a.graph +
+                             "' (train_step needs a train block; infer needs a prediction output)");
+  return g;
 }
 
 std::unique_ptr<runtime::Backend> make_backend(const Args& a) {
@@ -129,11 +154,10 @@ void print_times(const std::vector<double>& t) {
 
 int serve(const Args& a) {
   ir::Module m = pipeline(a.model, a.layout);
-  const ir::Graph* g = m.graph("train_step");
-  if (!g) throw std::runtime_error(a.model + ": no train_step graph (does the model have a train block?)");
+  const ir::Graph* g = graph_of(m, a);
   runtime::ParamStore params = runtime::reference::init_params(m, 1);
   auto backend = make_backend(a);
-  auto exe = backend->compile(m, "train_step", params, a.batch);
+  auto exe = backend->compile(m, a.graph, params, a.batch);
   std::mt19937 rng(1);
   std::vector<std::map<std::string, runtime::Tensor>> batches;
   for (int i = 0; i < 8; ++i) batches.push_back(random_batch(*g, a.batch, rng));
@@ -178,11 +202,10 @@ int profile(const Args& a) {
   if (a.device != "cpu") throw std::invalid_argument("profile: only --device cpu has per-step hooks");
   if (a.steps < 1) throw std::invalid_argument("profile: --steps must be >= 1");
   ir::Module m = pipeline(a.model, a.layout);
-  const ir::Graph* g = m.graph("train_step");
-  if (!g) throw std::runtime_error(a.model + ": no train_step graph (does the model have a train block?)");
+  const ir::Graph* g = graph_of(m, a);
   runtime::ParamStore params = runtime::reference::init_params(m, 1);
   auto backend = make_backend(a);
-  auto exe = backend->compile(m, "train_step", params, a.batch);
+  auto exe = backend->compile(m, a.graph, params, a.batch);
   const codegen::Program* prog = runtime::cpu::program_of(*exe);
   if (!prog) throw std::runtime_error("profile: not a cpu executable");
   std::mt19937 rng(1);
@@ -211,8 +234,8 @@ int profile(const Args& a) {
   std::vector<double> med(n);
   double sum = 0;
   for (size_t i = 0; i < n; ++i) sum += med[i] = median(per_step[i]);
-  std::printf("%s train_step batch %lld, %d runs: median ms per program step\n", m.name.c_str(),
-              static_cast<long long>(a.batch), a.steps);
+  std::printf("%s %s batch %lld, %d runs: median ms per program step\n", m.name.c_str(),
+              a.graph.c_str(), static_cast<long long>(a.batch), a.steps);
   std::printf("%5s %9s %6s  %s\n", "step", "ms", "%", "what");
   for (size_t i = 0; i < n; ++i) {
     const codegen::Step& s = prog->steps[i];
@@ -231,21 +254,71 @@ int compile_only(const Args& a) {
   ir::Module m = pipeline(a.model, a.layout);
   runtime::ParamStore params = runtime::reference::init_params(m, 1);
   auto backend = make_backend(a);
-  auto exe = backend->compile(m, "train_step", params, a.batch);
+  // --graph all: what `dnnc train` compiles, the train step and the inference graph.
+  std::vector<std::string> graphs = a.graph == "all" ? std::vector<std::string>{"train_step", "infer"}
+                                                     : std::vector<std::string>{a.graph};
+  for (const std::string& name : graphs) {
+    graph_of(m, a.with_graph(name));
+    backend->compile(m, name, params, a.batch);
+  }
   std::printf("{\"compile_ms\":%.3f}\n", ms_since(t0));
   return 0;
 }
 
 int flops(const Args& a) {
   ir::Module m = pipeline(a.model, a.layout);
-  const ir::Graph* g = m.graph("train_step");
-  if (!g) throw std::runtime_error(a.model + ": no train_step graph");
+  const ir::Graph* g = graph_of(m, a);
   codegen::Program p = codegen::lower_graph(m, *g, a.batch);
   double total = 0;
   for (const codegen::Step& s : p.steps)
     if (s.kind == codegen::Step::Kind::gemm)
       total += 2.0 * double(s.gemm.m) * double(s.gemm.n) * double(s.gemm.k) * double(s.gemm.batch);
   std::printf("{\"gemm_flops\":%.0f}\n", total);
+  return 0;
+}
+
+int gemm_bound(const Args& a) {
+  if (a.threads > 0) openblas_set_num_threads(a.threads);
+  ir::Module m = pipeline(a.model, a.layout);
+  const ir::Graph* g = graph_of(m, a);
+  codegen::Program p = codegen::lower_graph(m, *g, a.batch);
+  struct Call {
+    codegen::GemmCall g;
+    std::vector<float> x, y, z;
+  };
+  std::vector<Call> calls;
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+  for (const codegen::Step& s : p.steps) {
+    if (s.kind != codegen::Step::Kind::gemm) continue;
+    Call c{s.gemm, {}, {}, {}};
+    const codegen::GemmCall& gc = c.g;
+    // Dense scratch operands of the call's own shape (leading dimensions as lowered).
+    int64_t rows_a = gc.trans_a ? gc.k : gc.m, rows_b = gc.trans_b ? gc.n : gc.k;
+    c.x.resize(size_t(rows_a * gc.lda));
+    c.y.resize(size_t(rows_b * gc.ldb));
+    c.z.resize(size_t(gc.m * gc.ldc));
+    for (auto& v : c.x) v = d(rng);
+    for (auto& v : c.y) v = d(rng);
+    calls.push_back(std::move(c));
+  }
+  auto run_all = [&] {
+    for (Call& c : calls) {
+      const codegen::GemmCall& gc = c.g;
+      for (int64_t b = 0; b < gc.batch; ++b)  // one problem per image, each of the call's shape
+        cblas_sgemm(101, gc.trans_a ? 112 : 111, gc.trans_b ? 112 : 111, int(gc.m), int(gc.n), int(gc.k), 1.0f,
+                    c.x.data(), int(gc.lda), c.y.data(), int(gc.ldb), gc.accumulate_batches || b ? 1.0f : 0.0f,
+                    c.z.data(), int(gc.ldc));
+    }
+  };
+  for (int i = 0; i < 20; ++i) run_all();
+  std::vector<double> t;
+  for (int r = 0; r < a.steps; ++r) {
+    auto t0 = Clock::now();
+    run_all();
+    t.push_back(ms_since(t0));
+  }
+  std::printf("{\"gemm_ms\":%.4f,\"gemm_calls\":%zu}\n", median(t), calls.size());
   return 0;
 }
 
@@ -279,8 +352,9 @@ int main(int argc, char** argv) {
     if (a.mode == "profile") return profile(a);
     if (a.mode == "compile") return compile_only(a);
     if (a.mode == "flops") return flops(a);
+    if (a.mode == "gemm-bound") return gemm_bound(a);
     if (a.mode == "sgemm") return sgemm(a);
-    throw std::invalid_argument("unknown mode '" + a.mode + "' (serve, profile, compile, flops, sgemm)");
+    throw std::invalid_argument("unknown mode '" + a.mode + "' (serve, profile, compile, flops, gemm-bound, sgemm)");
   } catch (const ir::CompileError& e) {
     std::cerr << e.what() << "\n";
   } catch (const std::exception& e) {

@@ -7,10 +7,10 @@
     torch_memory.py eval  MODEL DATA_DIR EVAL_BATCH
     torch_memory.py idle  MODEL
 
-MODEL is the stem of a models/*.dnn file with an nn.Sequential equivalent below. The data is
+MODEL is the stem of a models/*.dnn file (its PyTorch equivalent is in bench/torch_zoo.py). The data is
 held as uint8 (as torchvision's CIFAR10 dataset does) and each batch is converted and
-normalised when it is drawn, as dnnc's loader does. `train` runs STEPS SGD steps (lr 0.01,
-momentum 0.9) on shuffled batches, then evaluates the test set under torch.no_grad() as
+normalised when it is drawn, as dnnc's loader does. `train` runs STEPS steps of the train block's
+optimizer on shuffled batches, then evaluates the test set under torch.no_grad() as
 `dnnc train` does at its end; `eval` only evaluates; `idle` imports torch and builds the model
 (the library's own footprint). Prints one JSON line.
 """
@@ -22,16 +22,8 @@ import numpy as np
 import torch
 from torch import nn
 
-
-def make_model(name):
-    if name == "cifar_cnn":
-        return nn.Sequential(nn.Conv2d(3, 16, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(16 * 15 * 15, 10))
-    if name == "vgg_cifar":
-        def block(cin, cout):
-            return [nn.Conv2d(cin, cout, 3, padding=1, bias=False), nn.BatchNorm2d(cout), nn.ReLU()]
-        return nn.Sequential(*block(3, 32), *block(32, 32), nn.MaxPool2d(2), *block(32, 64), *block(64, 64),
-                             nn.MaxPool2d(2), nn.Flatten(), nn.Linear(64 * 8 * 8, 128), nn.ReLU(), nn.Linear(128, 10))
-    raise SystemExit(f"torch_memory.py: no PyTorch equivalent of model '{name}'")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import torch_zoo  # noqa: E402
 
 
 def load(files):
@@ -61,13 +53,13 @@ def main():
     torch.set_num_threads(2)
     torch.manual_seed(1)
     mode, name = sys.argv[1], sys.argv[2]
-    model = make_model(name)
+    model, _ = torch_zoo.make_model(name)
     out = {"mode": mode, "model": name}
     if mode == "train":
         data_dir, batch, steps, eval_batch = sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6])
         files = sorted(os.path.join(data_dir, f) for f in os.listdir(data_dir) if f.startswith("data_batch_"))
         images, labels = load(files)
-        opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+        opt = torch_zoo.make_optimizer(name, model)
         loss_fn = nn.CrossEntropyLoss()
         g = torch.Generator().manual_seed(1)
         done = 0
