@@ -10,11 +10,155 @@
 namespace dnnc::codegen {
 
 const char* cpp_gemm_helpers() {
-  return R"(// C[m,n] = alpha op(A) op(B) + beta C (row-major); rows or columns of one go to sgemv.
+  return R"(#if defined(__AVX512F__) && !defined(DNNC_GEMM_OPENBLAS)
+// dnnc's own single-threaded sgemm for machines with AVX-512 (OpenBLAS may be pinned to its
+// AVX2 kernels, e.g. OPENBLAS_CORETYPE=Haswell, at half the machine's peak): op(B) packed in
+// panels of 48 columns, op(A) in panels of 8 rows (zero-padded), an 8 x 48 register tile of
+// 24 zmm accumulators over K blocks of at most 256.
+#define DNNC_OWN_GEMM 1
+typedef float dnnc_v16 __attribute__((vector_size(64)));
+typedef float dnnc_v16u __attribute__((vector_size(64), aligned(4)));
+enum { dnnc_mr = 8, dnnc_nr = 48, dnnc_kc = 256, dnnc_mc = 96, dnnc_nc = 1536 };
+
+// Rows [i0, i0 + mc) x k [p0, p0 + kc) of op(A) as dnnc_mr-row panels ap[panel][p][dnnc_mr].
+static void dnnc_pack_a(bool ta, const float* a, i64 lda, i64 i0, i64 mc, i64 p0, i64 kc, float* ap) {
+  for (i64 ir = 0; ir < mc; ir += dnnc_mr) {
+    const i64 rows = mc - ir < dnnc_mr ? mc - ir : dnnc_mr;
+    float* dst = ap + ir * kc;
+    if (!ta) {
+      for (int r = 0; r < dnnc_mr; ++r) {
+        if (r < rows) {
+          const float* src = a + (i0 + ir + r) * lda + p0;
+          for (i64 p = 0; p < kc; ++p) dst[p * dnnc_mr + r] = src[p];
+        } else {
+          for (i64 p = 0; p < kc; ++p) dst[p * dnnc_mr + r] = 0.0f;
+        }
+      }
+    } else {  // op(A)[i][p] = a[p][i]
+      for (i64 p = 0; p < kc; ++p) {
+        const float* src = a + (p0 + p) * lda + i0 + ir;
+        for (int r = 0; r < dnnc_mr; ++r) dst[p * dnnc_mr + r] = r < rows ? src[r] : 0.0f;
+      }
+    }
+  }
+}
+
+// k [p0, p0 + kc) x columns [j0, j0 + nc) of op(B) as dnnc_nr-column panels bp[panel][p][dnnc_nr].
+static void dnnc_pack_b(bool tb, const float* b, i64 ldb, i64 p0, i64 kc, i64 j0, i64 nc, float* bp) {
+  for (i64 jr = 0; jr < nc; jr += dnnc_nr) {
+    const i64 cols = nc - jr < dnnc_nr ? nc - jr : dnnc_nr;
+    float* dst = bp + jr * kc;
+    if (!tb) {
+      for (i64 p = 0; p < kc; ++p) {
+        const float* src = b + (p0 + p) * ldb + j0 + jr;
+        float* d = dst + p * dnnc_nr;
+        if (cols == dnnc_nr) __builtin_memcpy(d, src, sizeof(float) * dnnc_nr);
+        else for (int c = 0; c < dnnc_nr; ++c) d[c] = c < cols ? src[c] : 0.0f;
+      }
+      continue;
+    }
+    const float* src = b + (j0 + jr) * ldb + p0;  // op(B)[p][j] = b[j][p], 8 values of p at a time
+    i64 p = 0;
+    for (; p + 8 <= kc; p += 8) {
+      for (i64 c = 0; c < cols; ++c) {
+#pragma GCC unroll 8
+        for (int q = 0; q < 8; ++q) dst[(p + q) * dnnc_nr + c] = src[c * ldb + p + q];
+      }
+      for (i64 c = cols; c < dnnc_nr; ++c)
+        for (int q = 0; q < 8; ++q) dst[(p + q) * dnnc_nr + c] = 0.0f;
+    }
+    for (; p < kc; ++p)
+      for (i64 c = 0; c < dnnc_nr; ++c) dst[p * dnnc_nr + c] = c < cols ? src[c * ldb + p] : 0.0f;
+  }
+}
+
+// C tile (rows x cols, at most dnnc_mr x 16W) = alpha ap-panel · bp-panel + beta C over kc.
+template <int W>
+static inline void dnnc_tile(i64 kc, const float* __restrict__ ap, const float* __restrict__ bp, float* __restrict__ c,
+                             i64 ldc, int rows, int cols, float alpha, float beta) {
+  dnnc_v16 acc[dnnc_mr][W];
+#pragma GCC unroll 8
+  for (int i = 0; i < dnnc_mr; ++i)
+#pragma GCC unroll 3
+    for (int j = 0; j < W; ++j) acc[i][j] = (dnnc_v16){};
+  for (i64 p = 0; p < kc; ++p) {
+    dnnc_v16 bv[W];
+#pragma GCC unroll 3
+    for (int j = 0; j < W; ++j) bv[j] = *(const dnnc_v16*)(bp + p * dnnc_nr + j * 16);
+#pragma GCC unroll 8
+    for (int i = 0; i < dnnc_mr; ++i) {
+      const float av = ap[p * dnnc_mr + i];
+#pragma GCC unroll 3
+      for (int j = 0; j < W; ++j) acc[i][j] += av * bv[j];
+    }
+  }
+  if (rows == dnnc_mr && cols == W * 16) {
+#pragma GCC unroll 8
+    for (int i = 0; i < dnnc_mr; ++i)
+#pragma GCC unroll 3
+      for (int j = 0; j < W; ++j) {
+        dnnc_v16u* cp = (dnnc_v16u*)(c + i * ldc + j * 16);
+        *cp = beta == 0.0f ? alpha * acc[i][j] : alpha * acc[i][j] + beta * *cp;
+      }
+    return;
+  }
+  for (int i = 0; i < rows; ++i) {
+    float t[W * 16];
+#pragma GCC unroll 3
+    for (int j = 0; j < W; ++j) *(dnnc_v16u*)(t + j * 16) = alpha * acc[i][j];
+    float* row = c + i * ldc;
+    for (int j = 0; j < cols; ++j) row[j] = beta == 0.0f ? t[j] : t[j] + beta * row[j];
+  }
+}
+
+// C[m,n] = alpha op(A) op(B) + beta C (row-major; beta 0 does not read C), single-threaded.
+static void dnnc_own_sgemm(bool ta, bool tb, i64 m, i64 n, i64 k, float alpha, const float* a, i64 lda,
+                           const float* b, i64 ldb, float beta, float* c, i64 ldc) {
+  const i64 kblocks = (k + dnnc_kc - 1) / dnnc_kc, kc_max = (k + kblocks - 1) / kblocks;
+  const i64 nc_max = n < dnnc_nc ? (n + dnnc_nr - 1) / dnnc_nr * dnnc_nr : dnnc_nc;
+  const i64 mc_max = m < dnnc_mc ? (m + dnnc_mr - 1) / dnnc_mr * dnnc_mr : dnnc_mc;
+  char* raw = (char*)__builtin_malloc(sizeof(float) * kc_max * (nc_max + mc_max) + 64);
+  float* bp = (float*)(((__UINTPTR_TYPE__)raw + 63) & ~(__UINTPTR_TYPE__)63);
+  float* ap = bp + kc_max * nc_max;
+  for (i64 j0 = 0; j0 < n; j0 += dnnc_nc) {
+    const i64 nc = n - j0 < dnnc_nc ? n - j0 : dnnc_nc;
+    for (i64 p0 = 0; p0 < k; p0 += kc_max) {
+      const i64 kc = k - p0 < kc_max ? k - p0 : kc_max;
+      const float be = p0 == 0 ? beta : 1.0f;
+      dnnc_pack_b(tb, b, ldb, p0, kc, j0, nc, bp);
+      for (i64 i0 = 0; i0 < m; i0 += dnnc_mc) {
+        const i64 mc = m - i0 < dnnc_mc ? m - i0 : dnnc_mc;
+        dnnc_pack_a(ta, a, lda, i0, mc, p0, kc, ap);
+        for (i64 jr = 0; jr < nc; jr += dnnc_nr) {
+          const int cols = nc - jr < dnnc_nr ? (int)(nc - jr) : dnnc_nr;
+          for (i64 ir = 0; ir < mc; ir += dnnc_mr) {
+            const int rows = mc - ir < dnnc_mr ? (int)(mc - ir) : dnnc_mr;
+            float* ct = c + (i0 + ir) * ldc + j0 + jr;
+            const float *at = ap + ir * kc, *bt = bp + jr * kc;
+            if (cols > 32) dnnc_tile<3>(kc, at, bt, ct, ldc, rows, cols, alpha, be);
+            else if (cols > 16) dnnc_tile<2>(kc, at, bt, ct, ldc, rows, cols, alpha, be);
+            else dnnc_tile<1>(kc, at, bt, ct, ldc, rows, cols, alpha, be);
+          }
+        }
+      }
+    }
+  }
+  __builtin_free(raw);
+}
+#endif
+
+// C[m,n] = alpha op(A) op(B) + beta C (row-major); rows or columns of one go to sgemv; with
+// DNNC_OWN_GEMM, all but tiny products go to dnnc_own_sgemm.
 static void dnnc_sgemm(bool ta, bool tb, i64 m, i64 n, i64 k, float alpha, const float* a, i64 lda, const float* b,
                        i64 ldb, float beta, float* c, i64 ldc) {
   const int row_major = 101, no_trans = 111, trans = 112;
   if (m <= 0 || n <= 0) return;
+#ifdef DNNC_OWN_GEMM
+  if (m >= 4 && n >= 16 && k >= 8 && m * n * k >= 32768) {
+    dnnc_own_sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    return;
+  }
+#endif
   if (m == 1) {  // c = op(B)ᵀ · (row 0 of op(A))
     if (tb) cblas_sgemv(row_major, no_trans, n, k, alpha, b, ldb, a, ta ? lda : 1, beta, c, 1);
     else cblas_sgemv(row_major, trans, k, n, alpha, b, ldb, a, ta ? lda : 1, beta, c, 1);

@@ -1,5 +1,6 @@
 // batchnorm2d (training), layernorm and their backward ops as KernelIR loops: one parallel
-// loop over channels (batchnorm) or rows (layernorm), sums in the reference's order.
+// loop over channels (batchnorm) or rows (layernorm); batchnorm's channel sums blocked
+// (channel_sums), layernorm's in the reference's order.
 #include <fmt/format.h>
 
 #include "codegen/lower/lower_ctx.h"
@@ -10,7 +11,7 @@ namespace {
 
 // x [B, C, H, W] seen as (B, C, HW), row-major or {nhwc} (then channel c of image b starts at
 // b*HW*C + c and its pixels are C apart); every element of channel c is visited by f(index),
-// images outer, pixels inner, in both layouts (the same sums in the same order).
+// images outer, pixels inner, in both layouts.
 struct BnGeom {
   int64_t b, c, hw;
   bool nhwc = false;
@@ -46,6 +47,34 @@ void for_channel(KernelBuilder& kb, const BnGeom& g, Expr c, const std::function
   });
 }
 
+// Adds to each of `sums` (f32 locals) its term of every element of channel c, terms(index)
+// giving one term per sum. NCHW: images outer, pixels inner, the inner loop a plain sum (the C++
+// printer blocks it over vector lanes: `omp simd reduction`). NHWC, whose strided loop the
+// compiler leaves scalar: per image, a partial sum per block of 16 pixels, added to the sums,
+// so no running fp32 sum grows over more than H·W/16 + 16 terms per image.
+void channel_sums(KernelBuilder& kb, const BnGeom& g, Expr c, const std::vector<Expr>& sums,
+                  const std::function<std::vector<Expr>(Expr)>& terms) {
+  auto add = [&](const std::vector<Expr>& to, Expr index) {
+    std::vector<Expr> t = terms(index);
+    for (size_t k = 0; k < to.size(); ++k) kb.assign(to[k], to[k] + t[k]);
+  };
+  if (!g.nhwc) {
+    for_channel(kb, g, c, [&](Expr i) { add(sums, i); });
+    return;
+  }
+  constexpr int64_t kBlock = 16;
+  kb.loop("b", g.b, false, [&](Expr b) {
+    Expr base = kb.let("base", b * i64c(g.hw * g.c) + c);
+    kb.loop("ib", (g.hw + kBlock - 1) / kBlock, false, [&](Expr ib) {
+      std::vector<Expr> part;
+      for (size_t k = 0; k < sums.size(); ++k) part.push_back(kb.let("part", f32c(0)));
+      Expr i0 = kb.let("i0", ib * i64c(kBlock));
+      kb.loop("i", i0, min(i0 + i64c(kBlock), i64c(g.hw)), false, [&](Expr i) { add(part, base + i * i64c(g.c)); });
+      for (size_t k = 0; k < sums.size(); ++k) kb.assign(sums[k], sums[k] + part[k]);
+    });
+  });
+}
+
 void lower_batchnorm(LowerCtx& ctx, const ir::Node& n, const ir::Attrs& a) {
   BnGeom g = bn_geom(ctx, n, n.inputs[0]);
   if (g.count() <= 1)
@@ -66,12 +95,12 @@ void lower_batchnorm(LowerCtx& ctx, const ir::Node& n, const ir::Attrs& a) {
   Expr m = f32c(ir::attr_float(a, "momentum"));
   kb.loop("c", g.c, channel_loop_parallel(ctx, g), [&](Expr c) {
     Expr sum = kb.let("sum", f32c(0));
-    for_channel(kb, g, c, [&](Expr i) { kb.assign(sum, sum + kb.load(x, i)); });
+    channel_sums(kb, g, c, {sum}, [&](Expr i) { return std::vector<Expr>{kb.load(x, i)}; });
     Expr mean = kb.let("mean", sum / count);
     Expr var_sum = kb.let("var_sum", f32c(0));
-    for_channel(kb, g, c, [&](Expr i) {
+    channel_sums(kb, g, c, {var_sum}, [&](Expr i) {
       Expr dev = kb.let("dev", kb.load(x, i) - mean);
-      kb.assign(var_sum, var_sum + dev * dev);
+      return std::vector<Expr>{dev * dev};
     });
     Expr invstd = kb.let("invstd", f32c(1) / sqrt(var_sum / count + f32c(ir::attr_float(a, "eps"))));
     kb.store(mean_out, c, mean);
@@ -103,10 +132,9 @@ void lower_batchnorm_backward(LowerCtx& ctx, const ir::Node& n, const ir::Attrs&
     Expr is = kb.let("is", kb.load(invstd, c));
     Expr sum = kb.let("sum", f32c(0));
     Expr dotp = kb.let("dotp", f32c(0));
-    for_channel(kb, g, c, [&](Expr i) {
+    channel_sums(kb, g, c, {sum, dotp}, [&](Expr i) {
       Expr gy = kb.let("gy", kb.load(dy, i));
-      kb.assign(sum, sum + gy);
-      kb.assign(dotp, dotp + (kb.load(x, i) - mu) * gy);
+      return std::vector<Expr>{gy, (kb.load(x, i) - mu) * gy};
     });
     Expr k = kb.let("k", dotp * is * is / count);
     Expr grad_mean = kb.let("grad_mean", sum / count);

@@ -193,7 +193,25 @@ void poison_tick(int step) {
 
 }  // namespace
 
-CpuBackend::CpuBackend(CpuOptions options) : options_(std::move(options)), cache_(options_.jit) {
+namespace {
+
+// $DNNC_CPU_GEMM: unset, empty or "auto" (dnnc's own sgemm where the CPU has AVX-512, else
+// OpenBLAS) or "openblas" (OpenBLAS everywhere: the generated code is compiled with
+// -DDNNC_GEMM_OPENBLAS, which is part of the JIT cache key).
+JitOptions with_gemm_choice(JitOptions jit) {
+  const char* env = std::getenv("DNNC_CPU_GEMM");
+  std::string v = env ? env : "";
+  if (v == "openblas")
+    jit.flags.push_back("-DDNNC_GEMM_OPENBLAS");
+  else if (!v.empty() && v != "auto")
+    throw std::invalid_argument(fmt::format("DNNC_CPU_GEMM='{}': expected 'auto' or 'openblas'", v));
+  return jit;
+}
+
+}  // namespace
+
+CpuBackend::CpuBackend(CpuOptions options)
+    : options_(std::move(options)), cache_((options_.jit = with_gemm_choice(options_.jit), options_.jit)) {
   unsigned hw = std::thread::hardware_concurrency();
   threads_ = options_.threads > 0 ? options_.threads : static_cast<int>(hw ? hw : 1);
 }

@@ -41,6 +41,12 @@ LnDims ln_dims(const char* op, const Shape& x, const std::vector<int64_t>& ns, c
   return d;
 }
 
+// Batchnorm's sums over a channel's B·H·W values accumulate in double and are rounded once:
+// exact to fp32 however long the channel (a running fp32 sum over 10^5 values is off by about
+// 1e-4 relative), so the reference is a fixed point the backends' blocked fp32 sums (each
+// vector lane summing every VL-th value of an image's plane) are held to.
+using Sum = double;
+
 }  // namespace
 
 template <class T, class A>
@@ -55,16 +61,18 @@ BatchNormOut<T> batchnorm2d_forward(const Buf<T>& x, const Buf<T>& weight, const
   auto idx = [&](int64_t b, int64_t c, int64_t i) { return (b * d.c + c) * d.hw + i; };
   A m = static_cast<A>(momentum);
   for (int64_t c = 0; c < d.c; ++c) {
-    A sum = 0;
+    Sum s = 0;
     for (int64_t b = 0; b < d.b; ++b)
-      for (int64_t i = 0; i < d.hw; ++i) sum += static_cast<A>(x[idx(b, c, i)]);
+      for (int64_t i = 0; i < d.hw; ++i) s += static_cast<Sum>(x[idx(b, c, i)]);
+    A sum = static_cast<A>(s);
     A mean = sum / static_cast<A>(n);
-    A var_sum = 0;
+    Sum vs = 0;
     for (int64_t b = 0; b < d.b; ++b)
       for (int64_t i = 0; i < d.hw; ++i) {
         A dev = static_cast<A>(x[idx(b, c, i)]) - mean;
-        var_sum += dev * dev;
+        vs += static_cast<Sum>(dev * dev);
       }
+    A var_sum = static_cast<A>(vs);
     A invstd = A(1) / std::sqrt(var_sum / static_cast<A>(n) + static_cast<A>(eps));
     out.mean[c] = static_cast<T>(mean);
     out.invstd[c] = static_cast<T>(invstd);
@@ -106,12 +114,13 @@ NormGrads<T> batchnorm2d_backward(const Buf<T>& dy, const Buf<T>& x, const Buf<T
   auto idx = [&](int64_t b, int64_t c, int64_t i) { return (b * d.c + c) * d.hw + i; };
   for (int64_t c = 0; c < d.c; ++c) {
     A mu = static_cast<A>(mean[c]), is = static_cast<A>(invstd[c]);
-    A sum = 0, dotp = 0;
+    Sum s = 0, sd = 0;
     for (int64_t b = 0; b < d.b; ++b)
       for (int64_t i = 0; i < d.hw; ++i) {
-        sum += static_cast<A>(dy[idx(b, c, i)]);
-        dotp += (static_cast<A>(x[idx(b, c, i)]) - mu) * static_cast<A>(dy[idx(b, c, i)]);
+        s += static_cast<Sum>(dy[idx(b, c, i)]);
+        sd += static_cast<Sum>((static_cast<A>(x[idx(b, c, i)]) - mu) * static_cast<A>(dy[idx(b, c, i)]));
       }
+    A sum = static_cast<A>(s), dotp = static_cast<A>(sd);
     A k = dotp * is * is / static_cast<A>(n);
     A grad_mean = sum / static_cast<A>(n);
     A w = static_cast<A>(weight[c]);

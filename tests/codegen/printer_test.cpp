@@ -53,6 +53,32 @@ TEST_CASE("a parallel loop that assigns an outer local or can fail stays inline"
   CHECK(src.find("    acc = v_x[i];\n") != std::string::npos);
 }
 
+// A loop that only adds terms to outer f32 locals is an OpenMP simd reduction (vectorized, and
+// blocked over the vector's lanes); one that also stores, or whose term reads its own sum, or
+// that assigns something other than a sum, is printed as it is.
+TEST_CASE("a sum loop prints as an omp simd reduction", "[codegen][printer]") {
+  KernelBuilder kb("k2_sums");
+  int x = kb.param("v_x", ScalarType::f32, false, 64);
+  int y = kb.param("v_y", ScalarType::f32, true, 64);
+  Expr s = kb.let("s", f32c(0)), q = kb.let("q", f32c(0));
+  kb.loop("i", 64, false, [&](Expr i) {
+    Expr v = kb.let("v", kb.load(x, i));
+    kb.assign(s, s + v);
+    kb.assign(q, q + v * v);
+  });
+  kb.loop("j", 64, false, [&](Expr j) {  // stores: not a pure sum loop
+    kb.assign(s, s + kb.load(x, j));
+    kb.store(y, j, s);
+  });
+  kb.loop("k", 64, false, [&](Expr k) { kb.assign(q, q + q * kb.load(x, k)); });  // term reads q
+  kb.loop("l", 64, false, [&](Expr l) { kb.assign(q, max(q, kb.load(x, l))); });  // not a sum
+  kb.store(y, i64c(0), s + q);
+  std::string src = print_kernel_cpp(kb.finish(), {});
+  CHECK(src.find("  #pragma omp simd reduction(+:s,q)\n  for (i64 i = 0; i < 64; ++i) {\n") != std::string::npos);
+  size_t first = src.find("#pragma omp simd");
+  CHECK(src.find("#pragma omp simd", first + 1) == std::string::npos);
+}
+
 TEST_CASE("min and max print with std::min/std::max semantics", "[codegen][printer]") {
   Kernel none;
   Expr a = var("a", ScalarType::f32), b = var("b", ScalarType::f32);

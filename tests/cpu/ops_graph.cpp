@@ -135,6 +135,7 @@ void gemm(Builder& b) {
   b.op("gemm", "linear", {b.in("lin.xn", {5, 7}), w});
   b.op("gemm", "linear", {b.in("lin.x1", {1, 7}), w, bias});                                      // M = 1: gemv
   b.op("gemm", "linear", {b.in("lin.xb", {5, 7}), b.in("lin.w1", {1, 7}), b.in("lin.b1", {1})});  // N = 1
+  b.op("gemm", "linear", {b.in("lin.xl", {37, 300}), b.in("lin.wl", {53, 300}), b.in("lin.bl", {53})});  // own sgemm, β = 1
   struct Case {
     std::vector<ir::Dim> a, c;
     bool ta, tb;
@@ -142,7 +143,13 @@ void gemm(Builder& b) {
   std::vector<Case> cases = {{{4, 6}, {6, 5}, false, false}, {{4, 6}, {5, 6}, false, true},
                              {{6, 4}, {6, 5}, true, false},  {{6, 4}, {5, 6}, true, true},
                              {{1, 6}, {6, 5}, false, false}, {{6, 1}, {5, 6}, true, true},
-                             {{4, 6}, {6, 1}, false, false}, {{6, 4}, {1, 6}, true, true}};
+                             {{4, 6}, {6, 1}, false, false}, {{6, 4}, {1, 6}, true, true},
+                             // Large enough for the cpu backend's own AVX-512 sgemm: partial 8-row and
+                             // 48-column tiles, two K blocks (k = 300), and (last) several row and
+                             // column blocks (m = 100 > 96, n = 1600 > 1536).
+                             {{37, 300}, {300, 53}, false, false}, {{37, 300}, {53, 300}, false, true},
+                             {{300, 37}, {300, 53}, true, false},  {{300, 37}, {53, 300}, true, true},
+                             {{100, 20}, {20, 1600}, false, false}};
   int i = 0;
   for (const Case& c : cases) {
     std::string p = "mm" + std::to_string(i++);
