@@ -257,10 +257,12 @@ int compile_only(const Args& a) {
   // --graph all: what `dnnc train` compiles, the train step and the inference graph.
   std::vector<std::string> graphs = a.graph == "all" ? std::vector<std::string>{"train_step", "infer"}
                                                      : std::vector<std::string>{a.graph};
+  std::vector<runtime::CompileRequest> requests;
   for (const std::string& name : graphs) {
     graph_of(m, a.with_graph(name));
-    backend->compile(m, name, params, a.batch);
+    requests.push_back({name, a.batch});
   }
+  backend->compile_all(m, requests, params);  // concurrently, as the trainer does
   std::printf("{\"compile_ms\":%.3f}\n", ms_since(t0));
   return 0;
 }

@@ -30,6 +30,12 @@ class Executable {
   virtual int64_t arena_bytes() const { return 0; }
 };
 
+/// One graph at one batch size, for Backend::compile_all.
+struct CompileRequest {
+  std::string graph;
+  int64_t batch = 0;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -39,6 +45,16 @@ class Backend {
   /// (with the compiler's log for JIT backends) on failure.
   virtual std::unique_ptr<Executable> compile(const ir::Module& module, const std::string& graph,
                                               ParamStore& params, int64_t batch) = 0;
+  /// compile() of each request, in order. JIT backends run their compilers concurrently (the
+  /// cpu backend: one compiler per core), so a trainer that needs its train step and its
+  /// inference graph pays for the slower of the two, not their sum. Throws what compile throws.
+  virtual std::vector<std::unique_ptr<Executable>> compile_all(const ir::Module& module,
+                                                               const std::vector<CompileRequest>& requests,
+                                                               ParamStore& params) {
+    std::vector<std::unique_ptr<Executable>> out;
+    for (const CompileRequest& r : requests) out.push_back(compile(module, r.graph, params, r.batch));
+    return out;
+  }
 };
 
 /// The reference interpreter as a Backend (never fails to construct).

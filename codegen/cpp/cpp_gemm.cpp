@@ -10,7 +10,11 @@
 namespace dnnc::codegen {
 
 const char* cpp_gemm_helpers() {
-  return R"(#if defined(__AVX512F__) && !defined(DNNC_GEMM_OPENBLAS)
+  return R"(// No IPA-CP clones of the GEMM helpers: GCC would otherwise specialize them for the constant
+// shapes of every call site, which doubles the compile time of a model with many GEMMs and
+// gains nothing measurable (the work is in the micro-kernel, whose loops have runtime bounds).
+#define DNNC_NOCLONE __attribute__((noclone))
+#if defined(__AVX512F__) && !defined(DNNC_GEMM_OPENBLAS)
 // dnnc's own single-threaded sgemm for machines with AVX-512 (OpenBLAS may be pinned to its
 // AVX2 kernels, e.g. OPENBLAS_CORETYPE=Haswell, at half the machine's peak): op(B) packed in
 // panels of 48 columns, op(A) in panels of 8 rows (zero-padded), an 8 x 48 register tile of
@@ -21,7 +25,7 @@ typedef float dnnc_v16u __attribute__((vector_size(64), aligned(4)));
 enum { dnnc_mr = 8, dnnc_nr = 48, dnnc_kc = 256, dnnc_mc = 96, dnnc_nc = 1536 };
 
 // Rows [i0, i0 + mc) x k [p0, p0 + kc) of op(A) as dnnc_mr-row panels ap[panel][p][dnnc_mr].
-static void dnnc_pack_a(bool ta, const float* a, i64 lda, i64 i0, i64 mc, i64 p0, i64 kc, float* ap) {
+DNNC_NOCLONE static void dnnc_pack_a(bool ta, const float* a, i64 lda, i64 i0, i64 mc, i64 p0, i64 kc, float* ap) {
   for (i64 ir = 0; ir < mc; ir += dnnc_mr) {
     const i64 rows = mc - ir < dnnc_mr ? mc - ir : dnnc_mr;
     float* dst = ap + ir * kc;
@@ -44,7 +48,7 @@ static void dnnc_pack_a(bool ta, const float* a, i64 lda, i64 i0, i64 mc, i64 p0
 }
 
 // k [p0, p0 + kc) x columns [j0, j0 + nc) of op(B) as dnnc_nr-column panels bp[panel][p][dnnc_nr].
-static void dnnc_pack_b(bool tb, const float* b, i64 ldb, i64 p0, i64 kc, i64 j0, i64 nc, float* bp) {
+DNNC_NOCLONE static void dnnc_pack_b(bool tb, const float* b, i64 ldb, i64 p0, i64 kc, i64 j0, i64 nc, float* bp) {
   for (i64 jr = 0; jr < nc; jr += dnnc_nr) {
     const i64 cols = nc - jr < dnnc_nr ? nc - jr : dnnc_nr;
     float* dst = bp + jr * kc;
@@ -112,7 +116,7 @@ static inline void dnnc_tile(i64 kc, const float* __restrict__ ap, const float* 
 }
 
 // C[m,n] = alpha op(A) op(B) + beta C (row-major; beta 0 does not read C), single-threaded.
-static void dnnc_own_sgemm(bool ta, bool tb, i64 m, i64 n, i64 k, float alpha, const float* a, i64 lda,
+DNNC_NOCLONE static void dnnc_own_sgemm(bool ta, bool tb, i64 m, i64 n, i64 k, float alpha, const float* a, i64 lda,
                            const float* b, i64 ldb, float beta, float* c, i64 ldc) {
   const i64 kblocks = (k + dnnc_kc - 1) / dnnc_kc, kc_max = (k + kblocks - 1) / kblocks;
   const i64 nc_max = n < dnnc_nc ? (n + dnnc_nr - 1) / dnnc_nr * dnnc_nr : dnnc_nc;
@@ -149,7 +153,7 @@ static void dnnc_own_sgemm(bool ta, bool tb, i64 m, i64 n, i64 k, float alpha, c
 
 // C[m,n] = alpha op(A) op(B) + beta C (row-major); rows or columns of one go to sgemv; with
 // DNNC_OWN_GEMM, all but tiny products go to dnnc_own_sgemm.
-static void dnnc_sgemm(bool ta, bool tb, i64 m, i64 n, i64 k, float alpha, const float* a, i64 lda, const float* b,
+DNNC_NOCLONE static void dnnc_sgemm(bool ta, bool tb, i64 m, i64 n, i64 k, float alpha, const float* a, i64 lda, const float* b,
                        i64 ldb, float beta, float* c, i64 ldc) {
   const int row_major = 101, no_trans = 111, trans = 112;
   if (m <= 0 || n <= 0) return;
@@ -173,7 +177,7 @@ static void dnnc_sgemm(bool ta, bool tb, i64 m, i64 n, i64 k, float alpha, const
 }
 
 // The same GEMM with its rows (or columns, if there are more) split over the threads.
-static void dnnc_sgemm_split(bool ta, bool tb, i64 m, i64 n, i64 k, float alpha, const float* a, i64 lda,
+DNNC_NOCLONE static void dnnc_sgemm_split(bool ta, bool tb, i64 m, i64 n, i64 k, float alpha, const float* a, i64 lda,
                              const float* b, i64 ldb, float beta, float* c, i64 ldc) {
   const int t = dnnc_threads;
   if (t <= 1) {
@@ -203,7 +207,7 @@ static inline i64 dnnc_row_at(i64 x, i64 w, i64 m) {
 
 // C = alpha op(A) op(B) (beta = 0) with K split over the threads: for a small C and a long K
 // (weight gradients summed over a batch). Thread 0 writes C, the others partial sums added after.
-static void dnnc_sgemm_split_k(bool ta, bool tb, i64 m, i64 n, i64 k, float alpha, const float* a, i64 lda,
+DNNC_NOCLONE static void dnnc_sgemm_split_k(bool ta, bool tb, i64 m, i64 n, i64 k, float alpha, const float* a, i64 lda,
                                const float* b, i64 ldb, float* c, i64 ldc) {
   const int t = dnnc_threads;
   if (t <= 1 || k < 64 * t) {

@@ -223,6 +223,26 @@ std::unique_ptr<Executable> CpuBackend::compile(const ir::Module& module, const 
   return compile_program(codegen::lower_graph(module, *g, batch, options_.lower), params);
 }
 
+std::vector<std::unique_ptr<Executable>> CpuBackend::compile_all(const ir::Module& module,
+                                                                 const std::vector<CompileRequest>& requests,
+                                                                 ParamStore& params) {
+  std::vector<codegen::Program> progs;
+  std::vector<std::pair<std::string, std::string>> sources;
+  for (const CompileRequest& r : requests) {
+    const ir::Graph* g = module.graph(r.graph);
+    if (!g) throw std::runtime_error(fmt::format("cpu backend: module {} has no graph '{}'", module.name, r.graph));
+    progs.push_back(codegen::lower_graph(module, *g, r.batch, options_.lower));
+    const codegen::Program& p = progs.back();
+    sources.emplace_back(codegen::print_program_cpp(p), fmt::format("{}.{} (batch {})", p.module_name, p.graph_name, p.batch));
+  }
+  std::vector<JitLibrary> libs = cache_.load_all(sources, static_cast<unsigned>(threads_));
+  std::vector<std::unique_ptr<Executable>> out;
+  for (size_t i = 0; i < progs.size(); ++i)
+    out.push_back(std::make_unique<CpuExecutable>(std::move(progs[i]), std::move(libs[i]), params, threads_,
+                                                  options_.poison_arena));
+  return out;
+}
+
 std::unique_ptr<Executable> CpuBackend::compile_program(codegen::Program prog, ParamStore& params) {
   std::string source = codegen::print_program_cpp(prog);
   JitLibrary lib = cache_.load(source, fmt::format("{}.{} (batch {})", prog.module_name, prog.graph_name, prog.batch));

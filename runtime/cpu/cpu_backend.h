@@ -30,6 +30,10 @@ class CpuBackend : public Backend {
   /// the compiler fails (with its log and the generated source's path).
   std::unique_ptr<Executable> compile(const ir::Module& module, const std::string& graph, ParamStore& params,
                                       int64_t batch) override;
+  /// Lowers and prints every request, then compiles the sources concurrently (JitCache::load_all).
+  std::vector<std::unique_ptr<Executable>> compile_all(const ir::Module& module,
+                                                       const std::vector<CompileRequest>& requests,
+                                                       ParamStore& params) override;
   /// Prints, compiles and loads a program lower_graph made (and verified) for `params`: what
   /// compile() does after lowering. Throws std::runtime_error if the compiler fails.
   std::unique_ptr<Executable> compile_program(codegen::Program prog, ParamStore& params);

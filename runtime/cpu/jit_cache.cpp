@@ -10,14 +10,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <random>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
 
 extern char** environ;
 
@@ -259,6 +262,31 @@ JitLibrary JitCache::load(const std::string& source, const std::string& label) {
     }
   }
   return lib;
+}
+
+std::vector<JitLibrary> JitCache::load_all(const std::vector<std::pair<std::string, std::string>>& sources,
+                                           unsigned jobs) {
+  if (jobs == 0) jobs = std::max(1u, std::thread::hardware_concurrency());
+  compiler_identity();  // computed once, before the threads read it
+  std::vector<JitLibrary> libs(sources.size());
+  std::vector<std::exception_ptr> errors(sources.size());
+  std::atomic<size_t> next = 0;
+  auto worker = [&] {
+    for (size_t i = next++; i < sources.size(); i = next++) {
+      try {
+        libs[i] = load(sources[i].first, sources[i].second);
+      } catch (...) {
+        errors[i] = std::current_exception();
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  for (unsigned t = 1; t < std::min<size_t>(jobs, sources.size()); ++t) threads.emplace_back(worker);
+  worker();
+  for (auto& t : threads) t.join();
+  for (auto& e : errors)
+    if (e) std::rethrow_exception(e);
+  return libs;
 }
 
 }  // namespace dnnc::runtime::cpu

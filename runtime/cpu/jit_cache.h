@@ -2,6 +2,7 @@
 // object, keeps it in an on-disk cache keyed by (source, flags, compiler version, CPU) and
 // dlopens it. Writes are atomic; a corrupt entry is detected and rebuilt.
 #pragma once
+#include <atomic>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,11 @@ class JitCache {
   /// the message holds the command, the compiler's output and the path of the generated .cpp.
   JitLibrary load(const std::string& source, const std::string& label);
 
+  /// load() of each (source, label), the compilers of the sources the cache lacks running
+  /// concurrently, up to `jobs` at a time (0: one per core). Returns the libraries in order;
+  /// throws the error of the first source that fails, after all have finished.
+  std::vector<JitLibrary> load_all(const std::vector<std::pair<std::string, std::string>>& sources, unsigned jobs = 0);
+
   /// The cache key of `source` under this cache's flags, compiler and CPU (32 hex digits).
   std::string key(const std::string& source);
   const std::string& cache_dir() const { return dir_; }
@@ -57,8 +63,9 @@ class JitCache {
   JitOptions opt_;
   std::string dir_;
   std::string identity_;  // compiler version + CPU, computed once
-  int compiles_ = 0, hits_ = 0, rebuilds_ = 0;
-  unsigned temp_counter_ = 0;
+  // Atomic: load_all runs load() on several threads.
+  std::atomic<int> compiles_ = 0, hits_ = 0, rebuilds_ = 0;
+  std::atomic<unsigned> temp_counter_ = 0;
 };
 
 /// 128-bit FNV-1a-style digest of `data` as 32 hex digits (not cryptographic; a cache key).

@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "runtime/backend.h"
 
@@ -20,6 +21,10 @@ class ExecutableCache {
   /// The executable of `graph` for `batch`, compiled on first use. Throws what
   /// Backend::compile throws.
   Executable& get(const std::string& graph, int64_t batch);
+
+  /// Compiles those of `requests` not compiled yet, together (Backend::compile_all: the cpu
+  /// backend runs their compilers concurrently). Throws what Backend::compile throws.
+  void prepare(const std::vector<CompileRequest>& requests);
 
   /// Seconds spent in Backend::compile so far.
   double compile_seconds() const { return compile_seconds_; }

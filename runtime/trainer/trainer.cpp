@@ -82,6 +82,17 @@ TrainResult train(ExecutableCache& cache, const Dataset& train_set, const Datase
   int64_t remaining = (o.epochs - start.epoch) * nb - start.batch;
   if (o.max_steps) remaining = std::min(remaining, o.max_steps);
   const double compile0 = cache.compile_seconds();
+  {  // Compile what the run will need up front, together: the step at the first batch size it
+     // meets, the epoch's short last batch if the run gets there, the eval graph.
+    auto size_of = [&](int64_t b) { return std::min(train_set.n, (b + 1) * o.batch) - b * o.batch; };
+    std::vector<CompileRequest> need;
+    if (remaining > 0) {
+      need.push_back({kTrainGraph, size_of(start.batch)});
+      if (remaining >= nb - start.batch) need.push_back({kTrainGraph, size_of(nb - 1)});
+    }
+    if (test_set && test_set->n > 0) need.push_back({kInferGraph, std::min(o.eval_batch, test_set->n)});
+    cache.prepare(need);
+  }
   TrainResult r;
   r.end = start;
   RunInfo run_info{o.batch, o.seed, o.shuffle};

@@ -160,3 +160,38 @@ TEST_CASE("a cached library altered in place, its key and size unchanged, is reb
   CHECK(again.compiles() == 1);
   CHECK(answer(lib) == 0x5a5a5a5a);
 }
+
+TEST_CASE("load_all compiles several sources concurrently and returns them in order", "[cpu][jit]") {
+  std::string dir = fresh_dir("load_all");
+  JitCache c(tiny(dir));
+  c.load(source(7), "seven");  // already cached: a hit inside load_all
+  std::vector<std::pair<std::string, std::string>> srcs{
+      {source(1), "one"}, {source(7), "seven"}, {source(3), "three"}, {source(1), "one again"}};
+  std::vector<JitLibrary> libs = c.load_all(srcs, 2);
+  REQUIRE(libs.size() == 4);
+  CHECK(answer(libs[0]) == 1);
+  CHECK(answer(libs[1]) == 7);
+  CHECK(answer(libs[2]) == 3);
+  CHECK(answer(libs[3]) == 1);
+  CHECK(c.compiles() + c.hits() == 5);  // the first load and the four of load_all
+  CHECK(c.compiles() >= 3);             // 1, 3 and the first load of 7 (two threads may both build 1)
+}
+
+TEST_CASE("load_all reports the failing source after the others finish", "[cpu][jit]") {
+  std::string dir = fresh_dir("load_all_error");
+  JitCache c(tiny(dir));
+  std::vector<std::pair<std::string, std::string>> srcs{
+      {source(5), "five"}, {"extern \"C\" int answer() { return nope; }\n", "broken unit"}, {source(6), "six"}};
+  std::string what;
+  try {
+    c.load_all(srcs, 2);
+  } catch (const std::runtime_error& e) {
+    what = e.what();
+  }
+  CHECK(what.find("compiling broken unit failed") != std::string::npos);
+  // The good sources were still built: loading them now is a hit.
+  JitCache again(tiny(dir));
+  again.load(source(5), "five");
+  again.load(source(6), "six");
+  CHECK(again.hits() == 2);
+}

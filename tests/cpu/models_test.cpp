@@ -38,8 +38,13 @@ void check_module(const ir::Module& m, const std::string& name, int64_t batch,
   runtime::reference::ParamStore ref = runtime::reference::init_params(m, 11);
   runtime::reference::ParamStore cpu = ref;
   runtime::cpu::CpuBackend backend(options);
-  auto train = backend.compile(m, "train_step", cpu, batch);
-  auto infer = backend.compile(m, "infer", cpu, batch);
+  // compile_all (both compilers at once, as the trainer does) gives what compile() gives.
+  auto exes = backend.compile_all(m, {{"train_step", batch}, {"infer", batch}}, cpu);
+  REQUIRE(exes.size() == 2);
+  auto train = std::move(exes[0]);
+  auto infer = std::move(exes[1]);
+  CHECK(runtime::cpu::program_of(*train)->graph_name == "train_step");
+  CHECK(runtime::cpu::program_of(*infer)->graph_name == "infer");
   std::mt19937 rng(5);
   const ir::Graph& g = *m.graph("train_step");
   for (int step = 1; step <= 3; ++step) {
