@@ -82,41 +82,6 @@ std::vector<std::vector<int>> chain_operands(KernelDraft& d, LowerCtx& ctx, cons
   return out;
 }
 
-// Max pooling of one plane (x at xbase, y at ybase). Unpadded windows (always inside the plane)
-// are unrolled into selects so the loop over output columns vectorizes; padded ones use the
-// clipped-window loop. Same result as the reference: the first maximum, NaN propagating.
-// Output rows [ph_begin, ph_end) if given, else all.
-void maxpool_plane(KernelBuilder& kb, const PoolGeom& g, int x, Expr xbase, int y, Expr ybase, Expr ph_begin = {},
-                   Expr ph_end = {}) {
-  bool unrolled = g.p0 == 0 && g.p1 == 0 && g.k0 * g.k1 <= 64;
-  if (!ph_begin) {
-    ph_begin = i64c(0);
-    ph_end = i64c(g.ho);
-  }
-  kb.loop("ph", ph_begin, ph_end, false, [&](Expr oh) {
-    if (!unrolled) {
-      kb.loop("pw", g.wo, false, [&](Expr ow) {
-        Expr best_val;
-        Expr best = window_argmax(kb, x, g, xbase, oh, ow, &best_val);
-        kb.store(y, ybase + oh * i64c(g.wo) + ow, kb.load(x, xbase + best));
-      });
-      return;
-    }
-    Expr row = kb.let("prow", xbase + oh * i64c(g.s0 * g.w));
-    kb.loop("pw", g.wo, false, [&](Expr ow) {
-      Expr col = row + ow * i64c(g.s1);
-      Expr best;
-      for (int64_t r = 0; r < g.k0; ++r)
-        for (int64_t q = 0; q < g.k1; ++q) {
-          Expr v = kb.let("v", kb.load(x, col + i64c(r * g.w + q)));
-          best = !best ? v
-                       : kb.let("m",
-                                select(binary(BinaryOp::logical_or, gt(v, best), unary(UnaryOp::is_nan, v)), v, best));
-        }
-      kb.store(y, ybase + oh * i64c(g.wo) + ow, best);
-    });
-  });
-}
 
 // ---- forward: conv2d -> chain -> maxpool2d ---------------------------------------------------
 
@@ -152,8 +117,16 @@ size_t lower_conv_chain_pool(LowerCtx& ctx, const std::vector<const ir::Node*>& 
   int plane_buf = keep_last ? ctx.define(last) : ctx.scratch("plane", product(ys));
   PoolGeom pg{};
   if (pool) pg = pool_geom(ctx, *pool, completed_attrs(ctx, *pool), ys, ctx.shape(pool->outputs[0]));
+  int x_buffer = ctx.buffer(conv.inputs[0]);
+  if ((g.p0 > 0 || g.p1 > 0) && g.k() <= ctx.options.direct_conv_max_k) {
+    // Padded: the unrolled loops over an explicitly zero-padded copy (emit_padded_input).
+    std::vector<std::string> group_comment = ctx.comment;
+    ctx.comment = {ctx.node_text(conv)};
+    x_buffer = emit_padded_input(ctx, g, x_buffer, ctx.graph.value(conv.inputs[0]).name, &g);
+    ctx.comment = std::move(group_comment);
+  }
   KernelDraft d(ctx, ctx.kernel_name(pool ? "conv2d_pool" : "conv2d_chain"));
-  int x = d.read(ctx.buffer(conv.inputs[0]));
+  int x = d.read(x_buffer);
   int w = d.read(ctx.buffer(conv.inputs[1]));
   bool has_bias = conv.inputs.size() > 2;
   int bias = has_bias ? d.read(ctx.buffer(conv.inputs[2])) : -1;

@@ -35,6 +35,11 @@ void lower_conv2d_backward_weight_nhwc(LowerCtx& ctx, const ir::Node& n, const C
 /// when n > 16 is not a multiple of 16: the compiler then vectorizes each chunk with no scalar
 /// tail. The last chunk starts at n - 16 and overlaps the one before: a body with side effects
 /// beyond idempotent stores must ignore ow < lo (lo is null when chunks do not overlap).
+/// For direct loops over a padded convolution with a small kernel: emits a kernel copying x
+/// (buffer `x`, [B,C,H,W]) into a scratch [B, C, H+2p0, W+2p1] with the padding as explicit
+/// zeros; returns that buffer and sets *unpadded to the same convolution over it without padding
+/// (so the unrolled, register-accumulating loops apply and every row vectorizes).
+int emit_padded_input(LowerCtx& ctx, const ConvGeom& g, int x, const std::string& x_name, ConvGeom* unpadded);
 void vector_chunks(KernelBuilder& kb, const std::string& base, int64_t n, const std::function<void(Expr, Expr)>& f);
 
 /// How a 4-d activation [B, C, H, W] is addressed by (b, c) plane: element (b, c, h, w) is at
@@ -65,6 +70,12 @@ PoolGeom pool_geom(const LowerCtx& ctx, const ir::Node& n, const ir::Attrs& a, c
 /// The first maximum of the window of (oh, ow) in the plane of x at xbase, pixels `pixel` apart
 /// (a NaN counts as a new maximum): its pixel index within the plane (ih * W + iw); its value in
 /// *value if given.
+/// Max pooling of one NCHW plane (x at xbase, y at ybase): unpadded windows (always inside the
+/// plane) unrolled into selects so the loop over output columns vectorizes; padded ones through
+/// window_argmax. The reference's result: the first maximum, NaN propagating. Output rows
+/// [ph_begin, ph_end) if given, else all.
+void maxpool_plane(KernelBuilder& kb, const PoolGeom& g, int x, Expr xbase, int y, Expr ybase, Expr ph_begin = {},
+                   Expr ph_end = {});
 Expr window_argmax(KernelBuilder& kb, int x, const PoolGeom& g, Expr xbase, Expr oh, Expr ow, Expr* value,
                    int64_t pixel = 1);
 

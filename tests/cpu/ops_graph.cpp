@@ -136,6 +136,7 @@ void gemm(Builder& b) {
   b.op("gemm", "linear", {b.in("lin.x1", {1, 7}), w, bias});                                      // M = 1: gemv
   b.op("gemm", "linear", {b.in("lin.xb", {5, 7}), b.in("lin.w1", {1, 7}), b.in("lin.b1", {1})});  // N = 1
   b.op("gemm", "linear", {b.in("lin.xl", {37, 300}), b.in("lin.wl", {53, 300}), b.in("lin.bl", {53})});  // own sgemm, β = 1
+  b.op("gemm", "linear", {b.in("lin.xd", {13, 200}), b.in("lin.wd", {29, 200}), b.in("lin.bd", {29})});  // dot kernel, β = 1
   struct Case {
     std::vector<ir::Dim> a, c;
     bool ta, tb;
@@ -149,7 +150,11 @@ void gemm(Builder& b) {
                              // column blocks (m = 100 > 96, n = 1600 > 1536).
                              {{37, 300}, {300, 53}, false, false}, {{37, 300}, {53, 300}, false, true},
                              {{300, 37}, {300, 53}, true, false},  {{300, 37}, {53, 300}, true, true},
-                             {{100, 20}, {20, 1600}, false, false}};
+                             {{100, 20}, {20, 1600}, false, false},
+                             // A·Bᵀ with a small C and a long k: the dot-product kernel, with partial
+                             // 4-row and 6-column tiles and a k tail (k % 16 = 12), and (last) k in
+                             // three blocks of 700.
+                             {{13, 300}, {29, 300}, false, true}, {{7, 2100}, {11, 2100}, false, true}};
   int i = 0;
   for (const Case& c : cases) {
     std::string p = "mm" + std::to_string(i++);

@@ -26,6 +26,10 @@ static void (*dnnc_tick)(int) = 0;
 extern "C" void dnnc_set_profiler(void (*fn)(int)) { dnnc_tick = fn; }
 #define DNNC_TICK(i) if (__builtin_expect(dnnc_tick != 0, 0)) dnnc_tick(i)
 
+// No IPA-CP clones of the GEMM helpers: GCC would otherwise specialize them for the constant
+// shapes of every call site, which doubles the compile time of a model with many GEMMs and
+// gains nothing measurable (the work is in the micro-kernel, whose loops have runtime bounds).
+#define DNNC_NOCLONE __attribute__((noclone))
 #if defined(__AVX512F__) && !defined(DNNC_GEMM_OPENBLAS)
 // dnnc's own single-threaded sgemm for machines with AVX-512 (OpenBLAS may be pinned to its
 // AVX2 kernels, e.g. OPENBLAS_CORETYPE=Haswell, at half the machine's peak): op(B) packed in
@@ -37,7 +41,7 @@ typedef float dnnc_v16u __attribute__((vector_size(64), aligned(4)));
 enum { dnnc_mr = 8, dnnc_nr = 48, dnnc_kc = 256, dnnc_mc = 96, dnnc_nc = 1536 };
 
 // Rows [i0, i0 + mc) x k [p0, p0 + kc) of op(A) as dnnc_mr-row panels ap[panel][p][dnnc_mr].
-static void dnnc_pack_a(bool ta, const float* a, i64 lda, i64 i0, i64 mc, i64 p0, i64 kc, float* ap) {
+DNNC_NOCLONE static void dnnc_pack_a(bool ta, const float* a, i64 lda, i64 i0, i64 mc, i64 p0, i64 kc, float* ap) {
   for (i64 ir = 0; ir < mc; ir += dnnc_mr) {
     const i64 rows = mc - ir < dnnc_mr ? mc - ir : dnnc_mr;
     float* dst = ap + ir * kc;
@@ -60,7 +64,7 @@ static void dnnc_pack_a(bool ta, const float* a, i64 lda, i64 i0, i64 mc, i64 p0
 }
 
 // k [p0, p0 + kc) x columns [j0, j0 + nc) of op(B) as dnnc_nr-column panels bp[panel][p][dnnc_nr].
-static void dnnc_pack_b(bool tb, const float* b, i64 ldb, i64 p0, i64 kc, i64 j0, i64 nc, float* bp) {
+DNNC_NOCLONE static void dnnc_pack_b(bool tb, const float* b, i64 ldb, i64 p0, i64 kc, i64 j0, i64 nc, float* bp) {
   for (i64 jr = 0; jr < nc; jr += dnnc_nr) {
     const i64 cols = nc - jr < dnnc_nr ? nc - jr : dnnc_nr;
     float* dst = bp + jr * kc;
@@ -128,7 +132,7 @@ static inline void dnnc_tile(i64 kc, const float* __restrict__ ap, const float* 
 }
 
 // C[m,n] = alpha op(A) op(B) + beta C (row-major; beta 0 does not read C), single-threaded.
-static void dnnc_own_sgemm(bool ta, bool tb, i64 m, i64 n, i64 k, float alpha, const float* a, i64 lda,
+DNNC_NOCLONE static void dnnc_own_sgemm(bool ta, bool tb, i64 m, i64 n, i64 k, float alpha, const float* a, i64 lda,
                            const float* b, i64 ldb, float beta, float* c, i64 ldc) {
   const i64 kblocks = (k + dnnc_kc - 1) / dnnc_kc, kc_max = (k + kblocks - 1) / kblocks;
   const i64 nc_max = n < dnnc_nc ? (n + dnnc_nr - 1) / dnnc_nr * dnnc_nr : dnnc_nc;
@@ -161,15 +165,102 @@ static void dnnc_own_sgemm(bool ta, bool tb, i64 m, i64 n, i64 k, float alpha, c
   }
   __builtin_free(raw);
 }
+
+typedef float dnnc_v8 __attribute__((vector_size(32)));
+typedef float dnnc_v4 __attribute__((vector_size(16)));
+typedef int dnnc_i16 __attribute__((vector_size(64)));
+static inline float dnnc_hsum(dnnc_v16 v) {
+  dnnc_v8 a = __builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7) + __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15);
+  dnnc_v4 b = __builtin_shufflevector(a, a, 0, 1, 2, 3) + __builtin_shufflevector(a, a, 4, 5, 6, 7);
+  dnnc_v4 c = b + __builtin_shufflevector(b, b, 2, 3, 0, 1);
+  c += __builtin_shufflevector(c, c, 1, 0, 3, 2);
+  return c[0];
+}
+// The R x CN dot products of rows ar[i] and br[j] over [0, k), k >= 16; the last k % 16 as the 16
+// elements ending at k with the lanes already summed masked off.
+template <int R, int CN>
+static inline void dnnc_dot_tile(i64 k, const float* const* ar, const float* const* br, float* out) {
+  dnnc_v16 acc[R][CN];
+#pragma GCC unroll 4
+  for (int i = 0; i < R; ++i)
+#pragma GCC unroll 6
+    for (int j = 0; j < CN; ++j) acc[i][j] = (dnnc_v16){};
+  i64 p = 0;
+  for (; p + 16 <= k; p += 16) {
+    dnnc_v16 av[R];
+#pragma GCC unroll 4
+    for (int i = 0; i < R; ++i) av[i] = *(const dnnc_v16u*)(ar[i] + p);
+#pragma GCC unroll 6
+    for (int j = 0; j < CN; ++j) {
+      const dnnc_v16 bv = *(const dnnc_v16u*)(br[j] + p);
+#pragma GCC unroll 4
+      for (int i = 0; i < R; ++i) acc[i][j] += av[i] * bv;
+    }
+  }
+  if (p < k) {  // the last k % 16: the 16 elements ending at k, those before p masked off (k >= 16)
+    const int skip = (int)(16 - (k - p));
+    const dnnc_i16 lane = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+    const dnnc_i16 keep = lane >= skip;
+    const i64 q = k - 16;
+    dnnc_v16 av[R];
+#pragma GCC unroll 4
+    for (int i = 0; i < R; ++i) av[i] = keep ? *(const dnnc_v16u*)(ar[i] + q) : (dnnc_v16){};
+#pragma GCC unroll 6
+    for (int j = 0; j < CN; ++j) {
+      const dnnc_v16 bv = *(const dnnc_v16u*)(br[j] + q);
+#pragma GCC unroll 4
+      for (int i = 0; i < R; ++i) acc[i][j] += av[i] * bv;
+    }
+  }
+#pragma GCC unroll 4
+  for (int i = 0; i < R; ++i)
+#pragma GCC unroll 6
+    for (int j = 0; j < CN; ++j) out[i * CN + j] = dnnc_hsum(acc[i][j]);
+}
+
+// C[m,n] = alpha A·Bᵀ + beta C for A m x k and B n x k row-major (k >= 16), without packing:
+// dot products along k in 16 lanes, a 4 x 6 tile of them at a time (24 accumulators), k in
+// blocks of at most 1024 (the tile's 6 rows of B stay in L1). For the weight gradients of
+// convolutions and linears (small C, long k), where packing op(B)ᵀ costs more than the product.
+DNNC_NOCLONE static void dnnc_sgemm_dot(i64 m, i64 n, i64 k, float alpha, const float* a, i64 lda, const float* b, i64 ldb,
+                           float beta, float* c, i64 ldc) {
+  enum { R = 4, CN = 6, KB = 1024 };
+  const i64 kblocks = (k + KB - 1) / KB, kb_max = (k + kblocks - 1) / kblocks;
+  for (i64 p0 = 0; p0 < k; p0 += kb_max) {
+    const i64 kb = k - p0 < kb_max ? k - p0 : kb_max;
+    const float be = p0 == 0 ? beta : 1.0f;
+    for (i64 j0 = 0; j0 < n; j0 += CN) {
+      const float* br[CN];
+      for (int j = 0; j < CN; ++j) br[j] = b + (j0 + j < n ? j0 + j : n - 1) * ldb + p0;
+      for (i64 i0 = 0; i0 < m; i0 += R) {
+        const float* ar[R];
+        for (int i = 0; i < R; ++i) ar[i] = a + (i0 + i < m ? i0 + i : m - 1) * lda + p0;
+        float t[R * CN];
+        dnnc_dot_tile<R, CN>(kb, ar, br, t);
+        for (int i = 0; i < R && i0 + i < m; ++i)
+          for (int j = 0; j < CN && j0 + j < n; ++j) {
+            float* cp = c + (i0 + i) * ldc + j0 + j;
+            *cp = be == 0.0f ? alpha * t[i * CN + j] : alpha * t[i * CN + j] + be * *cp;
+          }
+      }
+    }
+  }
+}
 #endif
 
 // C[m,n] = alpha op(A) op(B) + beta C (row-major); rows or columns of one go to sgemv; with
-// DNNC_OWN_GEMM, all but tiny products go to dnnc_own_sgemm.
-static void dnnc_sgemm(bool ta, bool tb, i64 m, i64 n, i64 k, float alpha, const float* a, i64 lda, const float* b,
+// DNNC_OWN_GEMM, A·Bᵀ with a long k and a small C goes to dnnc_sgemm_dot (measured on Zen 5:
+// 6x25x784 29 -> 96 GFLOP/s, 16x144x784 92 -> 111, 32x288x1024 99 -> 112; 128x256x512 and
+// 32x288x196 stay packed), all but tiny other products to dnnc_own_sgemm.
+DNNC_NOCLONE static void dnnc_sgemm(bool ta, bool tb, i64 m, i64 n, i64 k, float alpha, const float* a, i64 lda, const float* b,
                        i64 ldb, float beta, float* c, i64 ldc) {
   const int row_major = 101, no_trans = 111, trans = 112;
   if (m <= 0 || n <= 0) return;
 #ifdef DNNC_OWN_GEMM
+  if (!ta && tb && k >= 128 && (m <= 16 || (k >= 512 && m * n <= 16384))) {
+    dnnc_sgemm_dot(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    return;
+  }
   if (m >= 4 && n >= 16 && k >= 8 && m * n * k >= 32768) {
     dnnc_own_sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     return;
@@ -189,7 +280,7 @@ static void dnnc_sgemm(bool ta, bool tb, i64 m, i64 n, i64 k, float alpha, const
 }
 
 // The same GEMM with its rows (or columns, if there are more) split over the threads.
-static void dnnc_sgemm_split(bool ta, bool tb, i64 m, i64 n, i64 k, float alpha, const float* a, i64 lda,
+DNNC_NOCLONE static void dnnc_sgemm_split(bool ta, bool tb, i64 m, i64 n, i64 k, float alpha, const float* a, i64 lda,
                              const float* b, i64 ldb, float beta, float* c, i64 ldc) {
   const int t = dnnc_threads;
   if (t <= 1) {
@@ -219,7 +310,7 @@ static inline i64 dnnc_row_at(i64 x, i64 w, i64 m) {
 
 // C = alpha op(A) op(B) (beta = 0) with K split over the threads: for a small C and a long K
 // (weight gradients summed over a batch). Thread 0 writes C, the others partial sums added after.
-static void dnnc_sgemm_split_k(bool ta, bool tb, i64 m, i64 n, i64 k, float alpha, const float* a, i64 lda,
+DNNC_NOCLONE static void dnnc_sgemm_split_k(bool ta, bool tb, i64 m, i64 n, i64 k, float alpha, const float* a, i64 lda,
                                const float* b, i64 ldb, float* c, i64 ldc) {
   const int t = dnnc_threads;
   if (t <= 1 || k < 64 * t) {
@@ -240,31 +331,184 @@ static void dnnc_sgemm_split_k(bool ta, bool tb, i64 m, i64 n, i64 k, float alph
   __builtin_free(part);
 }
 
-static inline void k0_conv2d_pool_p0(i64 bo, const float* __restrict__ in_image, const float* __restrict__ p_conv1_weight, const float* __restrict__ p_conv1_bias, float* __restrict__ s_plane, float* __restrict__ v_h1) {
-  i64 b = (bo / 6);
-  i64 o = (bo % 6);
-  i64 ybase = (bo * 784);
-  float bias = p_conv1_bias[o];
-  for (i64 i = 0; i < 784; ++i) {
-    s_plane[(ybase + i)] = bias;
+static inline void k0_pad_p0(i64 bc, const float* __restrict__ in_image, float* __restrict__ s_xpad) {
+  i64 ibase = (bc * 784);
+  i64 obase = (bc * 1024);
+  for (i64 i = 0; i < 64; ++i) {
+    s_xpad[(obase + i)] = 0x0p+0f;
   }
-  for (i64 cw = 0; cw < 1; ++cw) {
-    i64 xbase = ((b + cw) * 784);
-    for (i64 ki = 0; ki < 5; ++ki) {
-      for (i64 kj = 0; kj < 5; ++kj) {
-        float wv = p_conv1_weight[(((((o + cw) * 5) + ki) * 5) + kj)];
-        for (i64 oh = (0 < (2 - ki) ? (2 - ki) : 0); oh < (((2 - ki) + 28) < 28 ? ((2 - ki) + 28) : 28); ++oh) {
-          i64 ih = ((oh - 2) + ki);
-          for (i64 ow = (0 < (2 - kj) ? (2 - kj) : 0); ow < (((2 - kj) + 28) < 28 ? ((2 - kj) + 28) : 28); ++ow) {
-            s_plane[((ybase + (oh * 28)) + ow)] += (wv * in_image[((xbase + (ih * 28)) + ((ow - 2) + kj))]);
-          }
-        }
-      }
+  for (i64 i1 = 0; i1 < 64; ++i1) {
+    s_xpad[((obase + 960) + i1)] = 0x0p+0f;
+  }
+  for (i64 r = 0; r < 28; ++r) {
+    i64 orow = (obase + ((r + 2) * 32));
+    for (i64 j = 0; j < 2; ++j) {
+      s_xpad[(orow + j)] = 0x0p+0f;
+    }
+    for (i64 j1 = 0; j1 < 2; ++j1) {
+      s_xpad[((orow + 30) + j1)] = 0x0p+0f;
+    }
+    i64 irow = (ibase + (r * 28));
+    for (i64 j2 = 0; j2 < 28; ++j2) {
+      s_xpad[((orow + 2) + j2)] = in_image[(irow + j2)];
     }
   }
-  for (i64 i1 = 0; i1 < 784; ++i1) {
-    float c = s_plane[(ybase + i1)];
-    s_plane[(ybase + i1)] = ((c > 0x0p+0f) ? c : 0x0p+0f);
+}
+// %0 = conv2d(%image, @conv1.weight, @conv1.bias) {dilation=[1,1], groups=1, padding=[2,2], stride=[1,1]}
+//   (image with its padding as zeros)
+static int k0_pad(const float* __restrict__ in_image, float* __restrict__ s_xpad) {
+  #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
+  for (i64 bc = 0; bc < 64; ++bc) {
+    k0_pad_p0(bc, in_image, s_xpad);
+  }
+  return 0;
+}
+
+static inline void k1_conv2d_pool_p0(i64 bq, const float* __restrict__ s_xpad, const float* __restrict__ p_conv1_weight, const float* __restrict__ p_conv1_bias, float* __restrict__ s_plane, float* __restrict__ v_h1) {
+  i64 b = (bq / 3);
+  i64 o0 = ((bq % 3) * 2);
+  i64 xbase = (b * 1024);
+  i64 ybase = (((b * 6) + o0) * 784);
+  i64 wbase = (o0 * 25);
+  float w = p_conv1_weight[wbase];
+  float w1 = p_conv1_weight[(wbase + 1)];
+  float w2 = p_conv1_weight[(wbase + 2)];
+  float w3 = p_conv1_weight[(wbase + 3)];
+  float w4 = p_conv1_weight[(wbase + 4)];
+  float w5 = p_conv1_weight[(wbase + 5)];
+  float w6 = p_conv1_weight[(wbase + 6)];
+  float w7 = p_conv1_weight[(wbase + 7)];
+  float w8 = p_conv1_weight[(wbase + 8)];
+  float w9 = p_conv1_weight[(wbase + 9)];
+  float w10 = p_conv1_weight[(wbase + 10)];
+  float w11 = p_conv1_weight[(wbase + 11)];
+  float w12 = p_conv1_weight[(wbase + 12)];
+  float w13 = p_conv1_weight[(wbase + 13)];
+  float w14 = p_conv1_weight[(wbase + 14)];
+  float w15 = p_conv1_weight[(wbase + 15)];
+  float w16 = p_conv1_weight[(wbase + 16)];
+  float w17 = p_conv1_weight[(wbase + 17)];
+  float w18 = p_conv1_weight[(wbase + 18)];
+  float w19 = p_conv1_weight[(wbase + 19)];
+  float w20 = p_conv1_weight[(wbase + 20)];
+  float w21 = p_conv1_weight[(wbase + 21)];
+  float w22 = p_conv1_weight[(wbase + 22)];
+  float w23 = p_conv1_weight[(wbase + 23)];
+  float w24 = p_conv1_weight[(wbase + 24)];
+  float bias = p_conv1_bias[o0];
+  i64 wbase1 = ((o0 + 1) * 25);
+  float w25 = p_conv1_weight[wbase1];
+  float w26 = p_conv1_weight[(wbase1 + 1)];
+  float w27 = p_conv1_weight[(wbase1 + 2)];
+  float w28 = p_conv1_weight[(wbase1 + 3)];
+  float w29 = p_conv1_weight[(wbase1 + 4)];
+  float w30 = p_conv1_weight[(wbase1 + 5)];
+  float w31 = p_conv1_weight[(wbase1 + 6)];
+  float w32 = p_conv1_weight[(wbase1 + 7)];
+  float w33 = p_conv1_weight[(wbase1 + 8)];
+  float w34 = p_conv1_weight[(wbase1 + 9)];
+  float w35 = p_conv1_weight[(wbase1 + 10)];
+  float w36 = p_conv1_weight[(wbase1 + 11)];
+  float w37 = p_conv1_weight[(wbase1 + 12)];
+  float w38 = p_conv1_weight[(wbase1 + 13)];
+  float w39 = p_conv1_weight[(wbase1 + 14)];
+  float w40 = p_conv1_weight[(wbase1 + 15)];
+  float w41 = p_conv1_weight[(wbase1 + 16)];
+  float w42 = p_conv1_weight[(wbase1 + 17)];
+  float w43 = p_conv1_weight[(wbase1 + 18)];
+  float w44 = p_conv1_weight[(wbase1 + 19)];
+  float w45 = p_conv1_weight[(wbase1 + 20)];
+  float w46 = p_conv1_weight[(wbase1 + 21)];
+  float w47 = p_conv1_weight[(wbase1 + 22)];
+  float w48 = p_conv1_weight[(wbase1 + 23)];
+  float w49 = p_conv1_weight[(wbase1 + 24)];
+  float bias1 = p_conv1_bias[(o0 + 1)];
+  for (i64 oh = 0; oh < 28; ++oh) {
+    i64 row = (xbase + (oh * 32));
+    i64 yrow = (ybase + (oh * 28));
+    for (i64 owc = 0; owc < 2; ++owc) {
+      i64 ow_lo = (owc * 16);
+      i64 ow0 = (12 < ow_lo ? 12 : ow_lo);
+      for (i64 ow = ow0; ow < (ow0 + 16); ++ow) {
+        float x = s_xpad[(row + ow)];
+        float acc = (bias + (w * x));
+        float acc1 = (bias1 + (w25 * x));
+        float x1 = s_xpad[((row + ow) + 1)];
+        float acc2 = (acc + (w1 * x1));
+        float acc3 = (acc1 + (w26 * x1));
+        float x2 = s_xpad[((row + ow) + 2)];
+        float acc4 = (acc2 + (w2 * x2));
+        float acc5 = (acc3 + (w27 * x2));
+        float x3 = s_xpad[((row + ow) + 3)];
+        float acc6 = (acc4 + (w3 * x3));
+        float acc7 = (acc5 + (w28 * x3));
+        float x4 = s_xpad[((row + ow) + 4)];
+        float acc8 = (acc6 + (w4 * x4));
+        float acc9 = (acc7 + (w29 * x4));
+        float x5 = s_xpad[((row + ow) + 32)];
+        float acc10 = (acc8 + (w5 * x5));
+        float acc11 = (acc9 + (w30 * x5));
+        float x6 = s_xpad[((row + ow) + 33)];
+        float acc12 = (acc10 + (w6 * x6));
+        float acc13 = (acc11 + (w31 * x6));
+        float x7 = s_xpad[((row + ow) + 34)];
+        float acc14 = (acc12 + (w7 * x7));
+        float acc15 = (acc13 + (w32 * x7));
+        float x8 = s_xpad[((row + ow) + 35)];
+        float acc16 = (acc14 + (w8 * x8));
+        float acc17 = (acc15 + (w33 * x8));
+        float x9 = s_xpad[((row + ow) + 36)];
+        float acc18 = (acc16 + (w9 * x9));
+        float acc19 = (acc17 + (w34 * x9));
+        float x10 = s_xpad[((row + ow) + 64)];
+        float acc20 = (acc18 + (w10 * x10));
+        float acc21 = (acc19 + (w35 * x10));
+        float x11 = s_xpad[((row + ow) + 65)];
+        float acc22 = (acc20 + (w11 * x11));
+        float acc23 = (acc21 + (w36 * x11));
+        float x12 = s_xpad[((row + ow) + 66)];
+        float acc24 = (acc22 + (w12 * x12));
+        float acc25 = (acc23 + (w37 * x12));
+        float x13 = s_xpad[((row + ow) + 67)];
+        float acc26 = (acc24 + (w13 * x13));
+        float acc27 = (acc25 + (w38 * x13));
+        float x14 = s_xpad[((row + ow) + 68)];
+        float acc28 = (acc26 + (w14 * x14));
+        float acc29 = (acc27 + (w39 * x14));
+        float x15 = s_xpad[((row + ow) + 96)];
+        float acc30 = (acc28 + (w15 * x15));
+        float acc31 = (acc29 + (w40 * x15));
+        float x16 = s_xpad[((row + ow) + 97)];
+        float acc32 = (acc30 + (w16 * x16));
+        float acc33 = (acc31 + (w41 * x16));
+        float x17 = s_xpad[((row + ow) + 98)];
+        float acc34 = (acc32 + (w17 * x17));
+        float acc35 = (acc33 + (w42 * x17));
+        float x18 = s_xpad[((row + ow) + 99)];
+        float acc36 = (acc34 + (w18 * x18));
+        float acc37 = (acc35 + (w43 * x18));
+        float x19 = s_xpad[((row + ow) + 100)];
+        float acc38 = (acc36 + (w19 * x19));
+        float acc39 = (acc37 + (w44 * x19));
+        float x20 = s_xpad[((row + ow) + 128)];
+        float acc40 = (acc38 + (w20 * x20));
+        float acc41 = (acc39 + (w45 * x20));
+        float x21 = s_xpad[((row + ow) + 129)];
+        float acc42 = (acc40 + (w21 * x21));
+        float acc43 = (acc41 + (w46 * x21));
+        float x22 = s_xpad[((row + ow) + 130)];
+        float acc44 = (acc42 + (w22 * x22));
+        float acc45 = (acc43 + (w47 * x22));
+        float x23 = s_xpad[((row + ow) + 131)];
+        float acc46 = (acc44 + (w23 * x23));
+        float acc47 = (acc45 + (w48 * x23));
+        float x24 = s_xpad[((row + ow) + 132)];
+        float acc48 = (acc46 + (w24 * x24));
+        float acc49 = (acc47 + (w49 * x24));
+        s_plane[(yrow + ow)] = ((acc48 > 0x0p+0f) ? acc48 : 0x0p+0f);
+        s_plane[((yrow + 784) + ow)] = ((acc49 > 0x0p+0f) ? acc49 : 0x0p+0f);
+      }
+    }
   }
   for (i64 ph = 0; ph < 14; ++ph) {
     i64 prow = (ybase + (ph * 56));
@@ -276,22 +520,35 @@ static inline void k0_conv2d_pool_p0(i64 bo, const float* __restrict__ in_image,
       float m1 = (((v2 > m) || __builtin_isnan(v2)) ? v2 : m);
       float v3 = s_plane[((prow + (pw * 2)) + 29)];
       float m2 = (((v3 > m1) || __builtin_isnan(v3)) ? v3 : m1);
-      v_h1[(((bo * 196) + (ph * 14)) + pw)] = m2;
+      v_h1[(((((b * 6) + o0) * 196) + (ph * 14)) + pw)] = m2;
+    }
+  }
+  for (i64 ph1 = 0; ph1 < 14; ++ph1) {
+    i64 prow1 = ((ybase + 784) + (ph1 * 56));
+    for (i64 pw1 = 0; pw1 < 14; ++pw1) {
+      float v4 = s_plane[(prow1 + (pw1 * 2))];
+      float v5 = s_plane[((prow1 + (pw1 * 2)) + 1)];
+      float m3 = (((v5 > v4) || __builtin_isnan(v5)) ? v5 : v4);
+      float v6 = s_plane[((prow1 + (pw1 * 2)) + 28)];
+      float m4 = (((v6 > m3) || __builtin_isnan(v6)) ? v6 : m3);
+      float v7 = s_plane[((prow1 + (pw1 * 2)) + 29)];
+      float m5 = (((v7 > m4) || __builtin_isnan(v7)) ? v7 : m4);
+      v_h1[((((((b * 6) + o0) + 1) * 196) + (ph1 * 14)) + pw1)] = m5;
     }
   }
 }
 // %0 = conv2d(%image, @conv1.weight, @conv1.bias) {dilation=[1,1], groups=1, padding=[2,2], stride=[1,1]}
 // %1 = relu(%0)
 // %h1 = maxpool2d(%1) {kernel=[2,2], padding=[0,0], stride=[]}
-static int k0_conv2d_pool(const float* __restrict__ in_image, const float* __restrict__ p_conv1_weight, const float* __restrict__ p_conv1_bias, float* __restrict__ s_plane, float* __restrict__ v_h1) {
+static int k1_conv2d_pool(const float* __restrict__ s_xpad, const float* __restrict__ p_conv1_weight, const float* __restrict__ p_conv1_bias, float* __restrict__ s_plane, float* __restrict__ v_h1) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
-  for (i64 bo = 0; bo < 384; ++bo) {
-    k0_conv2d_pool_p0(bo, in_image, p_conv1_weight, p_conv1_bias, s_plane, v_h1);
+  for (i64 bq = 0; bq < 192; ++bq) {
+    k1_conv2d_pool_p0(bq, s_xpad, p_conv1_weight, p_conv1_bias, s_plane, v_h1);
   }
   return 0;
 }
 
-static inline void k1_im2col_p0(i64 bc, const float* __restrict__ v_h1, float* __restrict__ s_col) {
+static inline void k2_im2col_p0(i64 bc, const float* __restrict__ v_h1, float* __restrict__ s_col) {
   i64 xbase = (bc * 196);
   i64 cbase = (bc * 2500);
   for (i64 ki = 0; ki < 5; ++ki) {
@@ -307,17 +564,17 @@ static inline void k1_im2col_p0(i64 bc, const float* __restrict__ v_h1, float* _
 }
 // %2 = conv2d(%h1, @conv2.weight, @conv2.bias) {dilation=[1,1], groups=1, padding=[0,0], stride=[1,1]}
 //   (im2col of h1)
-static int k1_im2col(const float* __restrict__ v_h1, float* __restrict__ s_col) {
+static int k2_im2col(const float* __restrict__ v_h1, float* __restrict__ s_col) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 bc = 0; bc < 384; ++bc) {
-    k1_im2col_p0(bc, v_h1, s_col);
+    k2_im2col_p0(bc, v_h1, s_col);
   }
   return 0;
 }
 
 // %2 = conv2d(%h1, @conv2.weight, @conv2.bias) {dilation=[1,1], groups=1, padding=[0,0], stride=[1,1]}
 // C[16,100] = A · B, 64 problems + bias per row
-static void g2_gemm(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias, float* __restrict__ c) {
+static void g3_gemm(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias, float* __restrict__ c) {
 #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 r = 0; r < 1024; ++r) {
     float* row = c + r / 16 * 1600 + r % 16 * 100;
@@ -329,51 +586,46 @@ static void g2_gemm(const float* __restrict__ a, const float* __restrict__ b, co
   }
 }
 
-static inline void k3_relu_p0(i64 i, const float* __restrict__ v_2, float* __restrict__ v_3) {
+static inline void k4_relu_p0(i64 i, const float* __restrict__ v_2, float* __restrict__ v_3) {
   v_3[i] = ((v_2[i] > 0x0p+0f) ? v_2[i] : 0x0p+0f);
 }
 // %3 = relu(%2)
-static int k3_relu(const float* __restrict__ v_2, float* __restrict__ v_3) {
+static int k4_relu(const float* __restrict__ v_2, float* __restrict__ v_3) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 i = 0; i < 102400; ++i) {
-    k3_relu_p0(i, v_2, v_3);
+    k4_relu_p0(i, v_2, v_3);
   }
   return 0;
 }
 
-static inline void k4_maxpool2d_p0(i64 bc, const float* __restrict__ v_3, float* __restrict__ v_h2) {
-  i64 xbase = (bc * 100);
+static inline void k5_maxpool2d_p0(i64 bc, const float* __restrict__ v_3, float* __restrict__ v_h2) {
   i64 ybase = (bc * 25);
-  for (i64 oh = 0; oh < 5; ++oh) {
-    for (i64 ow = 0; ow < 5; ++ow) {
-      i64 h0 = (oh * 2);
-      i64 w0 = (ow * 2);
-      i64 best = (((h0 < 0 ? 0 : h0) * 10) + (w0 < 0 ? 0 : w0));
-      float best_val = (-__builtin_inff());
-      for (i64 ih = (h0 < 0 ? 0 : h0); ih < (10 < (h0 + 2) ? 10 : (h0 + 2)); ++ih) {
-        for (i64 iw = (w0 < 0 ? 0 : w0); iw < (10 < (w0 + 2) ? 10 : (w0 + 2)); ++iw) {
-          float v = v_3[((xbase + (ih * 10)) + iw)];
-          if (((v > best_val) || __builtin_isnan(v))) {
-            best_val = v;
-            best = ((ih * 10) + iw);
-          }
-        }
-      }
-      v_h2[((ybase + (oh * 5)) + ow)] = v_3[(xbase + best)];
+  i64 xbase = (bc * 100);
+  for (i64 ph = 0; ph < 5; ++ph) {
+    i64 prow = (xbase + (ph * 20));
+    for (i64 pw = 0; pw < 5; ++pw) {
+      float v = v_3[(prow + (pw * 2))];
+      float v1 = v_3[((prow + (pw * 2)) + 1)];
+      float m = (((v1 > v) || __builtin_isnan(v1)) ? v1 : v);
+      float v2 = v_3[((prow + (pw * 2)) + 10)];
+      float m1 = (((v2 > m) || __builtin_isnan(v2)) ? v2 : m);
+      float v3 = v_3[((prow + (pw * 2)) + 11)];
+      float m2 = (((v3 > m1) || __builtin_isnan(v3)) ? v3 : m1);
+      v_h2[((ybase + (ph * 5)) + pw)] = m2;
     }
   }
 }
 // %h2 = maxpool2d(%3) {kernel=[2,2], padding=[0,0], stride=[]}
-static int k4_maxpool2d(const float* __restrict__ v_3, float* __restrict__ v_h2) {
+static int k5_maxpool2d(const float* __restrict__ v_3, float* __restrict__ v_h2) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 bc = 0; bc < 1024; ++bc) {
-    k4_maxpool2d_p0(bc, v_3, v_h2);
+    k5_maxpool2d_p0(bc, v_3, v_h2);
   }
   return 0;
 }
 
-// epilogue of g5_gemm: elements [begin, end) of C
-static int g5_epilogue(i64 begin, i64 end, float* __restrict__ v_h3) {
+// epilogue of g6_gemm: elements [begin, end) of C
+static int g6_epilogue(i64 begin, i64 end, float* __restrict__ v_h3) {
   for (i64 i = begin; i < end; ++i) {
     float c = v_h3[i];
     v_h3[i] = ((c > 0x0p+0f) ? c : 0x0p+0f);
@@ -382,8 +634,8 @@ static int g5_epilogue(i64 begin, i64 end, float* __restrict__ v_h3) {
 }
 // %5 = linear(%4, @fc1.weight, @fc1.bias)
 // %h3 = relu(%5)
-// C[64,120] = A · Bᵀ + bias per column, then g5_epilogue on each thread's rows
-static void g5_gemm(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias, float* __restrict__ c) {
+// C[64,120] = A · Bᵀ + bias per column, then g6_epilogue on each thread's rows
+static void g6_gemm(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias, float* __restrict__ c) {
   const int t = dnnc_threads;
 #pragma omp parallel for num_threads(t) schedule(static)
   for (int i = 0; i < t; ++i) {
@@ -391,12 +643,12 @@ static void g5_gemm(const float* __restrict__ a, const float* __restrict__ b, co
     for (i64 r = r0; r < r1; ++r)
       for (i64 j = 0; j < 120; ++j) c[r * 120 + j] = bias[j];
     dnnc_sgemm(false, true, r1 - r0, 120, 400, 0x1p+0f, a + r0 * 400, 400, b, 400, 0x1p+0f, c + r0 * 120, 120);
-    g5_epilogue(r0 * 120, r1 * 120, c);
+    g6_epilogue(r0 * 120, r1 * 120, c);
   }
 }
 
-// epilogue of g6_gemm: elements [begin, end) of C
-static int g6_epilogue(i64 begin, i64 end, float* __restrict__ v_h4) {
+// epilogue of g7_gemm: elements [begin, end) of C
+static int g7_epilogue(i64 begin, i64 end, float* __restrict__ v_h4) {
   for (i64 i = begin; i < end; ++i) {
     float c = v_h4[i];
     v_h4[i] = ((c > 0x0p+0f) ? c : 0x0p+0f);
@@ -405,21 +657,21 @@ static int g6_epilogue(i64 begin, i64 end, float* __restrict__ v_h4) {
 }
 // %6 = linear(%h3, @fc2.weight, @fc2.bias)
 // %h4 = relu(%6)
-// C[64,84] = A · Bᵀ + bias per column, then g6_epilogue on each thread's rows
-static void g6_gemm(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias, float* __restrict__ c) {
+// C[64,84] = A · Bᵀ + bias per column, then g7_epilogue on each thread's rows
+static void g7_gemm(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias, float* __restrict__ c) {
   const int t = 1;
   for (int i = 0; i < t; ++i) {
     const i64 r0 = 64 * i / t, r1 = 64 * (i + 1) / t;
     for (i64 r = r0; r < r1; ++r)
       for (i64 j = 0; j < 84; ++j) c[r * 84 + j] = bias[j];
     dnnc_sgemm(false, true, r1 - r0, 84, 120, 0x1p+0f, a + r0 * 120, 120, b, 120, 0x1p+0f, c + r0 * 84, 84);
-    g6_epilogue(r0 * 84, r1 * 84, c);
+    g7_epilogue(r0 * 84, r1 * 84, c);
   }
 }
 
 // %logits = linear(%h4, @fc3.weight, @fc3.bias)
 // C[64,10] = A · Bᵀ + bias per column
-static void g7_gemm(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias, float* __restrict__ c) {
+static void g8_gemm(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias, float* __restrict__ c) {
   for (i64 r = 0; r < 64; ++r) {
     float* row = c + r / 64 * 0 + r % 64 * 10;
     for (i64 j = 0; j < 10; ++j) row[j] = bias[j];
@@ -440,31 +692,34 @@ extern "C" int dnnc_run(void** buffers) {
   float* p_fc3_weight = (float*)buffers[9];  // param f32[10,84] fc3.weight
   float* p_fc3_bias = (float*)buffers[10];  // param f32[10] fc3.bias
   float* s_plane = (float*)buffers[11];  // scratch f32[301056]
-  float* v_h1 = (float*)buffers[12];  // intermediate f32[64,6,14,14] h1
-  float* s_col = (float*)buffers[13];  // scratch f32[960000]
-  float* v_2 = (float*)buffers[14];  // intermediate f32[64,16,10,10] 2
-  float* v_3 = (float*)buffers[15];  // intermediate f32[64,16,10,10] 3
-  float* v_h2 = (float*)buffers[16];  // intermediate f32[64,16,5,5] h2
+  float* s_xpad = (float*)buffers[12];  // scratch f32[65536]
+  float* v_h1 = (float*)buffers[13];  // intermediate f32[64,6,14,14] h1
+  float* s_col = (float*)buffers[14];  // scratch f32[960000]
+  float* v_2 = (float*)buffers[15];  // intermediate f32[64,16,10,10] 2
+  float* v_3 = (float*)buffers[16];  // intermediate f32[64,16,10,10] 3
+  float* v_h2 = (float*)buffers[17];  // intermediate f32[64,16,5,5] h2
   float* v_4 = v_h2;  // alias f32[64,400] 4
-  float* v_h3 = (float*)buffers[18];  // intermediate f32[64,120] h3
-  float* v_h4 = (float*)buffers[19];  // intermediate f32[64,84] h4
-  float* v_logits = (float*)buffers[20];  // intermediate f32[64,10] logits
+  float* v_h3 = (float*)buffers[19];  // intermediate f32[64,120] h3
+  float* v_h4 = (float*)buffers[20];  // intermediate f32[64,84] h4
+  float* v_logits = (float*)buffers[21];  // intermediate f32[64,10] logits
   DNNC_TICK(-1);
-  k0_conv2d_pool(in_image, p_conv1_weight, p_conv1_bias, s_plane, v_h1);
+  k0_pad(in_image, s_xpad);
   DNNC_TICK(0);
-  k1_im2col(v_h1, s_col);
+  k1_conv2d_pool(s_xpad, p_conv1_weight, p_conv1_bias, s_plane, v_h1);
   DNNC_TICK(1);
-  g2_gemm(p_conv2_weight, s_col, p_conv2_bias, v_2);
+  k2_im2col(v_h1, s_col);
   DNNC_TICK(2);
-  k3_relu(v_2, v_3);
+  g3_gemm(p_conv2_weight, s_col, p_conv2_bias, v_2);
   DNNC_TICK(3);
-  k4_maxpool2d(v_3, v_h2);
+  k4_relu(v_2, v_3);
   DNNC_TICK(4);
-  g5_gemm(v_4, p_fc1_weight, p_fc1_bias, v_h3);
+  k5_maxpool2d(v_3, v_h2);
   DNNC_TICK(5);
-  g6_gemm(v_h3, p_fc2_weight, p_fc2_bias, v_h4);
+  g6_gemm(v_4, p_fc1_weight, p_fc1_bias, v_h3);
   DNNC_TICK(6);
-  g7_gemm(v_h4, p_fc3_weight, p_fc3_bias, v_logits);
+  g7_gemm(v_h3, p_fc2_weight, p_fc2_bias, v_h4);
   DNNC_TICK(7);
+  g8_gemm(v_h4, p_fc3_weight, p_fc3_bias, v_logits);
+  DNNC_TICK(8);
   return 0;
 }
