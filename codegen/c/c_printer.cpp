@@ -89,6 +89,7 @@ std::string CPrinter::expr(const Expr& e) {
         case UnaryOp::tanh:
           return math("tanh", t) + "(" + arg(0) + ")";
         case UnaryOp::erf:
+          if (t == ScalarType::f32 && !d_.erf_f32.empty()) return d_.erf_f32 + "(" + arg(0) + ")";
           return math("erf", t) + "(" + arg(0) + ")";
         case UnaryOp::sqrt:
           return math("sqrt", t) + "(" + arg(0) + ")";

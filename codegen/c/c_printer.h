@@ -16,6 +16,7 @@ struct CDialect {
   std::string neg_i64_suffix;                 // after a negative i64 literal: "" or "LL"
   std::string inf_f32, neg_inf_f32, nan_f32;  // the float specials (a quiet NaN)
   std::string inf_f64, neg_inf_f64, nan_f64;  // the double specials
+  std::string erf_f32;                        // f32 erf: a function the target defines, or "" (the math library's)
 };
 
 /// The C type of a KernelIR scalar in generated code: bool, i64, u64, float, double (the

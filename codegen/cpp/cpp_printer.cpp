@@ -25,6 +25,7 @@ const CDialect& cpp_dialect() {
       .inf_f64 = "__builtin_inf()",
       .neg_inf_f64 = "(-__builtin_inf())",
       .nan_f64 = "__builtin_nan(\"\")",
+      .erf_f32 = "dnnc_erff",
   };
   return d;
 }
@@ -187,9 +188,54 @@ extern "C" void dnnc_set_threads(int n) {
 static void (*dnnc_tick)(int) = 0;
 extern "C" void dnnc_set_profiler(void (*fn)(int)) { dnnc_tick = fn; }
 #define DNNC_TICK(i) if (__builtin_expect(dnnc_tick != 0, 0)) dnnc_tick(i)
+
+// erf(a) without branches or library calls, so loops over it vectorize (glibc's erff is scalar;
+// gelu over 256k values took 1 ms): Norbert Juffa's approximation, a polynomial in a² for
+// |a| <= 0.927734375, else 1 - exp(polynomial in |a|). Within 1 ulp of glibc's erff for every
+// float (tests/cpu/erf_test.cpp checks them all); NaN in, NaN out. dnnc_expm_neg is exp(x) for
+// x <= 0 (clamped at -87, where erf is already 1): range reduction by ln 2, degree-6 polynomial.
+static inline float dnnc_expm_neg(float x) {
+  x = x < -87.0f ? -87.0f : x;
+  const float k = __builtin_rintf(x * 0x1.715476p+0f);
+  float r = __builtin_fmaf(k, -0x1.62e400p-1f, x);
+  r = __builtin_fmaf(k, -0x1.7f7d1cp-20f, r);
+  float p = 0x1.6c16c2p-10f;
+  p = __builtin_fmaf(p, r, 0x1.111112p-7f);
+  p = __builtin_fmaf(p, r, 0x1.555556p-5f);
+  p = __builtin_fmaf(p, r, 0x1.555556p-3f);
+  p = __builtin_fmaf(p, r, 0x1p-1f);
+  p = __builtin_fmaf(p, r, 0x1p+0f);
+  p = __builtin_fmaf(p, r, 0x1p+0f);
+  int bits;
+  __builtin_memcpy(&bits, &p, 4);
+  bits += (int)k << 23;
+  __builtin_memcpy(&p, &bits, 4);
+  return p;
+}
+static inline float dnnc_erff(float a) {
+  const float t = __builtin_fabsf(a), s = a * a, tc = t < 4.0f ? t : 4.0f;
+  float r = __builtin_fmaf(-1.72853470e-5f, tc, 3.83197126e-4f);
+  const float u = __builtin_fmaf(-3.88396438e-3f, tc, 2.42546219e-2f);
+  r = __builtin_fmaf(r, tc * tc, u);
+  r = __builtin_fmaf(r, tc, -1.06777877e-1f);
+  r = __builtin_fmaf(r, tc, -6.34846687e-1f);
+  r = __builtin_fmaf(r, tc, -1.28717512e-1f);
+  r = __builtin_fmaf(r, tc, -tc);
+  const float big = __builtin_copysignf(1.0f - dnnc_expm_neg(r), a);
+  float q = -5.96761703e-4f;
+  q = __builtin_fmaf(q, s, 4.99119423e-3f);
+  q = __builtin_fmaf(q, s, -2.67681349e-2f);
+  q = __builtin_fmaf(q, s, 1.12819925e-1f);
+  q = __builtin_fmaf(q, s, -3.76125336e-1f);
+  q = __builtin_fmaf(q, s, 1.28379166e-1f);
+  const float small = __builtin_fmaf(q, a, a);
+  return a != a ? a : (t > 0.927734375f ? big : small);
+}
 )";
 
 }  // namespace
+
+const char* cpp_prelude() { return kPrelude; }
 
 std::string print_expr_cpp(const Expr& e, const Kernel& k) { return CppKernelPrinter(k).expr(e); }
 

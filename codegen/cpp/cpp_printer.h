@@ -35,4 +35,8 @@ std::string print_kernel_cpp(const Kernel& k, const std::vector<std::string>& co
 /// Deterministic: the same program always prints the same bytes.
 std::string print_program_cpp(const Program& p);
 
+/// The prelude every generated translation unit starts with: typedefs, the CBLAS declarations,
+/// the thread and profiler hooks, dnnc_erff (the vectorizable f32 erf the C++ printer calls).
+const char* cpp_prelude();
+
 }  // namespace dnnc::codegen
