@@ -144,11 +144,13 @@ int emit_im2col(LowerCtx& ctx, const ir::Node& n, const ConvGeom& g, ir::ValueId
 }
 
 // Images per chunk so that a chunk's im2col columns (K x P floats per image) fit in
-// LowerOptions::conv_columns_bytes; the whole batch where that is 0 or already fits.
+// LowerOptions::conv_columns_bytes, but at least conv_min_chunk_images; the whole batch where
+// the budget is 0 or already fits.
 int64_t images_per_chunk(const LowerCtx& ctx, const ConvGeom& g) {
   const int64_t per_image = g.k() * g.p() * 4;
   if (ctx.options.conv_columns_bytes <= 0 || g.b * per_image <= ctx.options.conv_columns_bytes) return g.b;
-  return std::max<int64_t>(1, ctx.options.conv_columns_bytes / per_image);
+  return std::min(g.b, std::max({int64_t{1}, ctx.options.conv_min_chunk_images,
+                                 ctx.options.conv_columns_bytes / per_image}));
 }
 
 GemmCall::Threads batch_threads(const LowerCtx& ctx, const GemmCall& c) {

@@ -157,16 +157,19 @@ TEST_CASE("cpu equals reference: fused conv/pool kernels on awkward shapes", "[c
   check_model("lenet5", 3, o);
 }
 
-// Convolutions lowered in chunks of images (LowerOptions::conv_columns_bytes): one image per
+// Convolutions lowered in chunks of images (LowerOptions::conv_columns_bytes, with
+// conv_min_chunk_images 1; the default budget chunks the zoo's larger convs anyway): one image per
 // chunk, and two per chunk at batch 5 (chunks of 2, 2 and 1: a kernel reused, then another),
 // each chunk's im2col and GEMMs on views of x and y.
 TEST_CASE("cpu equals reference with convolutions in chunks of images", "[cpu][models]") {
   runtime::cpu::CpuOptions one = test::cpu_test_options();
   one.lower.conv_columns_bytes = 1;
+  one.lower.conv_min_chunk_images = 1;
   check_model("lenet5", 3, one);
   check_model("vgg_cifar", 3, one);
   runtime::cpu::CpuOptions two = test::cpu_test_options();
   two.lower.conv_columns_bytes = 2 * 288 * 32 * 32 * 4;  // two images of vgg_cifar's conv2 columns
+  two.lower.conv_min_chunk_images = 1;
   check_model("vgg_cifar", 5, two);
   two.lower.conv_columns_bytes = 2 * 150 * 10 * 10 * 4;  // two images of lenet5's conv2 columns
   check_model("lenet5", 5, two);

@@ -591,7 +591,7 @@ static int k1_conv2d_pool(const float* __restrict__ s_xpad, const float* __restr
   return 0;
 }
 
-static inline void k2_im2col_p0(i64 bc, const float* __restrict__ v_h1, float* __restrict__ s_col) {
+static inline void k2_im2col_p0(i64 bc, const float* __restrict__ v_h1_at0, float* __restrict__ s_col) {
   i64 xbase = (bc * 196);
   i64 cbase = (bc * 2500);
   for (i64 ki = 0; ki < 5; ++ki) {
@@ -599,49 +599,113 @@ static inline void k2_im2col_p0(i64 bc, const float* __restrict__ v_h1, float* _
       for (i64 oh = (0 < (-ki) ? (-ki) : 0); oh < (((-ki) + 14) < 10 ? ((-ki) + 14) : 10); ++oh) {
         i64 ih = (oh + ki);
         for (i64 ow = (0 < (-kj) ? (-kj) : 0); ow < (((-kj) + 14) < 10 ? ((-kj) + 14) : 10); ++ow) {
-          s_col[(((cbase + (((ki * 5) + kj) * 100)) + (oh * 10)) + ow)] = v_h1[((xbase + (ih * 14)) + (ow + kj))];
+          s_col[(((cbase + (((ki * 5) + kj) * 100)) + (oh * 10)) + ow)] = v_h1_at0[((xbase + (ih * 14)) + (ow + kj))];
         }
       }
     }
   }
 }
 // %2 = conv2d(%h1, @conv2.weight, @conv2.bias) {dilation=[1,1], groups=1, padding=[0,0], stride=[1,1]}
-//   (im2col of h1)
-static int k2_im2col(const float* __restrict__ v_h1, float* __restrict__ s_col) {
+//   (im2col of images 0..16)
+static int k2_im2col(const float* __restrict__ v_h1_at0, float* __restrict__ s_col) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
-  for (i64 bc = 0; bc < 384; ++bc) {
-    k2_im2col_p0(bc, v_h1, s_col);
+  for (i64 bc = 0; bc < 102; ++bc) {
+    k2_im2col_p0(bc, v_h1_at0, s_col);
   }
   return 0;
 }
 
 // %2 = conv2d(%h1, @conv2.weight, @conv2.bias) {dilation=[1,1], groups=1, padding=[0,0], stride=[1,1]}
-// C[16,100] = A · B, 64 problems + bias per row
+// C[16,100] = A · B, 17 problems + bias per row
 static void g3_gemm(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias, float* __restrict__ c) {
-#pragma omp parallel for num_threads(dnnc_threads) schedule(static)
-  for (i64 r = 0; r < 1024; ++r) {
+  for (i64 r = 0; r < 272; ++r) {
     float* row = c + r / 16 * 1600 + r % 16 * 100;
     for (i64 j = 0; j < 100; ++j) row[j] = bias[r % 16];
   }
 #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
-  for (i64 bi = 0; bi < 64; ++bi) {
+  for (i64 bi = 0; bi < 17; ++bi) {
     dnnc_sgemm(false, false, 16, 100, 150, 0x1p+0f, a, 150, b + bi * 15000, 100, 0x1p+0f, c + bi * 1600, 100);
   }
 }
 
-static inline void k4_relu_p0(i64 i, const float* __restrict__ v_2, float* __restrict__ v_3) {
-  v_3[i] = ((v_2[i] > 0x0p+0f) ? v_2[i] : 0x0p+0f);
+
+// %2 = conv2d(%h1, @conv2.weight, @conv2.bias) {dilation=[1,1], groups=1, padding=[0,0], stride=[1,1]}
+// C[16,100] = A · B, 17 problems + bias per row
+static void g5_gemm(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias, float* __restrict__ c) {
+  for (i64 r = 0; r < 272; ++r) {
+    float* row = c + r / 16 * 1600 + r % 16 * 100;
+    for (i64 j = 0; j < 100; ++j) row[j] = bias[r % 16];
+  }
+#pragma omp parallel for num_threads(dnnc_threads) schedule(static)
+  for (i64 bi = 0; bi < 17; ++bi) {
+    dnnc_sgemm(false, false, 16, 100, 150, 0x1p+0f, a, 150, b + bi * 15000, 100, 0x1p+0f, c + bi * 1600, 100);
+  }
 }
-// %3 = relu(%2)
-static int k4_relu(const float* __restrict__ v_2, float* __restrict__ v_3) {
+
+
+// %2 = conv2d(%h1, @conv2.weight, @conv2.bias) {dilation=[1,1], groups=1, padding=[0,0], stride=[1,1]}
+// C[16,100] = A · B, 17 problems + bias per row
+static void g7_gemm(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias, float* __restrict__ c) {
+  for (i64 r = 0; r < 272; ++r) {
+    float* row = c + r / 16 * 1600 + r % 16 * 100;
+    for (i64 j = 0; j < 100; ++j) row[j] = bias[r % 16];
+  }
+#pragma omp parallel for num_threads(dnnc_threads) schedule(static)
+  for (i64 bi = 0; bi < 17; ++bi) {
+    dnnc_sgemm(false, false, 16, 100, 150, 0x1p+0f, a, 150, b + bi * 15000, 100, 0x1p+0f, c + bi * 1600, 100);
+  }
+}
+
+static inline void k8_im2col_p0(i64 bc, const float* __restrict__ v_h1_at59976, float* __restrict__ s_col) {
+  i64 xbase = (bc * 196);
+  i64 cbase = (bc * 2500);
+  for (i64 ki = 0; ki < 5; ++ki) {
+    for (i64 kj = 0; kj < 5; ++kj) {
+      for (i64 oh = (0 < (-ki) ? (-ki) : 0); oh < (((-ki) + 14) < 10 ? ((-ki) + 14) : 10); ++oh) {
+        i64 ih = (oh + ki);
+        for (i64 ow = (0 < (-kj) ? (-kj) : 0); ow < (((-kj) + 14) < 10 ? ((-kj) + 14) : 10); ++ow) {
+          s_col[(((cbase + (((ki * 5) + kj) * 100)) + (oh * 10)) + ow)] = v_h1_at59976[((xbase + (ih * 14)) + (ow + kj))];
+        }
+      }
+    }
+  }
+}
+// %2 = conv2d(%h1, @conv2.weight, @conv2.bias) {dilation=[1,1], groups=1, padding=[0,0], stride=[1,1]}
+//   (im2col of images 51..63)
+static int k8_im2col(const float* __restrict__ v_h1_at59976, float* __restrict__ s_col) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
-  for (i64 i = 0; i < 102400; ++i) {
-    k4_relu_p0(i, v_2, v_3);
+  for (i64 bc = 0; bc < 78; ++bc) {
+    k8_im2col_p0(bc, v_h1_at59976, s_col);
   }
   return 0;
 }
 
-static inline void k5_maxpool2d_p0(i64 bc, const float* __restrict__ v_3, float* __restrict__ v_h2) {
+// %2 = conv2d(%h1, @conv2.weight, @conv2.bias) {dilation=[1,1], groups=1, padding=[0,0], stride=[1,1]}
+// C[16,100] = A · B, 13 problems + bias per row
+static void g9_gemm(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias, float* __restrict__ c) {
+  for (i64 r = 0; r < 208; ++r) {
+    float* row = c + r / 16 * 1600 + r % 16 * 100;
+    for (i64 j = 0; j < 100; ++j) row[j] = bias[r % 16];
+  }
+#pragma omp parallel for num_threads(dnnc_threads) schedule(static)
+  for (i64 bi = 0; bi < 13; ++bi) {
+    dnnc_sgemm(false, false, 16, 100, 150, 0x1p+0f, a, 150, b + bi * 15000, 100, 0x1p+0f, c + bi * 1600, 100);
+  }
+}
+
+static inline void k10_relu_p0(i64 i, const float* __restrict__ v_2, float* __restrict__ v_3) {
+  v_3[i] = ((v_2[i] > 0x0p+0f) ? v_2[i] : 0x0p+0f);
+}
+// %3 = relu(%2)
+static int k10_relu(const float* __restrict__ v_2, float* __restrict__ v_3) {
+  #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
+  for (i64 i = 0; i < 102400; ++i) {
+    k10_relu_p0(i, v_2, v_3);
+  }
+  return 0;
+}
+
+static inline void k11_maxpool2d_p0(i64 bc, const float* __restrict__ v_3, float* __restrict__ v_h2) {
   i64 ybase = (bc * 25);
   i64 xbase = (bc * 100);
   for (i64 ph = 0; ph < 5; ++ph) {
@@ -659,16 +723,16 @@ static inline void k5_maxpool2d_p0(i64 bc, const float* __restrict__ v_3, float*
   }
 }
 // %h2 = maxpool2d(%3) {kernel=[2,2], padding=[0,0], stride=[]}
-static int k5_maxpool2d(const float* __restrict__ v_3, float* __restrict__ v_h2) {
+static int k11_maxpool2d(const float* __restrict__ v_3, float* __restrict__ v_h2) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 bc = 0; bc < 1024; ++bc) {
-    k5_maxpool2d_p0(bc, v_3, v_h2);
+    k11_maxpool2d_p0(bc, v_3, v_h2);
   }
   return 0;
 }
 
-// epilogue of g6_gemm: elements [begin, end) of C
-static int g6_epilogue(i64 begin, i64 end, float* __restrict__ v_h3) {
+// epilogue of g12_gemm: elements [begin, end) of C
+static int g12_epilogue(i64 begin, i64 end, float* __restrict__ v_h3) {
   for (i64 i = begin; i < end; ++i) {
     float c = v_h3[i];
     v_h3[i] = ((c > 0x0p+0f) ? c : 0x0p+0f);
@@ -677,8 +741,8 @@ static int g6_epilogue(i64 begin, i64 end, float* __restrict__ v_h3) {
 }
 // %5 = linear(%4, @fc1.weight, @fc1.bias)
 // %h3 = relu(%5)
-// C[64,120] = A · Bᵀ + bias per column, then g6_epilogue on each thread's rows
-static void g6_gemm(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias, float* __restrict__ c) {
+// C[64,120] = A · Bᵀ + bias per column, then g12_epilogue on each thread's rows
+static void g12_gemm(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias, float* __restrict__ c) {
   const int t = dnnc_threads;
 #pragma omp parallel for num_threads(t) schedule(static)
   for (int i = 0; i < t; ++i) {
@@ -686,12 +750,12 @@ static void g6_gemm(const float* __restrict__ a, const float* __restrict__ b, co
     for (i64 r = r0; r < r1; ++r)
       for (i64 j = 0; j < 120; ++j) c[r * 120 + j] = bias[j];
     dnnc_sgemm(false, true, r1 - r0, 120, 400, 0x1p+0f, a + r0 * 400, 400, b, 400, 0x1p+0f, c + r0 * 120, 120);
-    g6_epilogue(r0 * 120, r1 * 120, c);
+    g12_epilogue(r0 * 120, r1 * 120, c);
   }
 }
 
-// epilogue of g7_gemm: elements [begin, end) of C
-static int g7_epilogue(i64 begin, i64 end, float* __restrict__ v_h4) {
+// epilogue of g13_gemm: elements [begin, end) of C
+static int g13_epilogue(i64 begin, i64 end, float* __restrict__ v_h4) {
   for (i64 i = begin; i < end; ++i) {
     float c = v_h4[i];
     v_h4[i] = ((c > 0x0p+0f) ? c : 0x0p+0f);
@@ -700,21 +764,21 @@ static int g7_epilogue(i64 begin, i64 end, float* __restrict__ v_h4) {
 }
 // %6 = linear(%h3, @fc2.weight, @fc2.bias)
 // %h4 = relu(%6)
-// C[64,84] = A · Bᵀ + bias per column, then g7_epilogue on each thread's rows
-static void g7_gemm(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias, float* __restrict__ c) {
+// C[64,84] = A · Bᵀ + bias per column, then g13_epilogue on each thread's rows
+static void g13_gemm(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias, float* __restrict__ c) {
   const int t = 1;
   for (int i = 0; i < t; ++i) {
     const i64 r0 = 64 * i / t, r1 = 64 * (i + 1) / t;
     for (i64 r = r0; r < r1; ++r)
       for (i64 j = 0; j < 84; ++j) c[r * 84 + j] = bias[j];
     dnnc_sgemm(false, true, r1 - r0, 84, 120, 0x1p+0f, a + r0 * 120, 120, b, 120, 0x1p+0f, c + r0 * 84, 84);
-    g7_epilogue(r0 * 84, r1 * 84, c);
+    g13_epilogue(r0 * 84, r1 * 84, c);
   }
 }
 
 // %logits = linear(%h4, @fc3.weight, @fc3.bias)
 // C[64,10] = A · Bᵀ + bias per column
-static void g8_gemm(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias, float* __restrict__ c) {
+static void g14_gemm(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias, float* __restrict__ c) {
   for (i64 r = 0; r < 64; ++r) {
     float* row = c + r / 64 * 0 + r % 64 * 10;
     for (i64 j = 0; j < 10; ++j) row[j] = bias[j];
@@ -737,32 +801,52 @@ extern "C" int dnnc_run(void** buffers) {
   float* s_plane = (float*)buffers[11];  // scratch f32[301056]
   float* s_xpad = (float*)buffers[12];  // scratch f32[65536]
   float* v_h1 = (float*)buffers[13];  // intermediate f32[64,6,14,14] h1
-  float* s_col = (float*)buffers[14];  // scratch f32[960000]
-  float* v_2 = (float*)buffers[15];  // intermediate f32[64,16,10,10] 2
-  float* v_3 = (float*)buffers[16];  // intermediate f32[64,16,10,10] 3
-  float* v_h2 = (float*)buffers[17];  // intermediate f32[64,16,5,5] h2
+  float* s_col = (float*)buffers[14];  // scratch f32[255000]
+  float* v_h1_at0 = v_h1;  // alias f32[17,6,14,14] h1
+  float* v_2 = (float*)buffers[16];  // intermediate f32[64,16,10,10] 2
+  float* v_2_at0 = v_2;  // alias f32[17,16,10,10] 2
+  float* v_h1_at19992 = v_h1 + 19992;  // alias f32[17,6,14,14] h1
+  float* v_2_at27200 = v_2 + 27200;  // alias f32[17,16,10,10] 2
+  float* v_h1_at39984 = v_h1 + 39984;  // alias f32[17,6,14,14] h1
+  float* v_2_at54400 = v_2 + 54400;  // alias f32[17,16,10,10] 2
+  float* v_h1_at59976 = v_h1 + 59976;  // alias f32[13,6,14,14] h1
+  float* v_2_at81600 = v_2 + 81600;  // alias f32[13,16,10,10] 2
+  float* v_3 = (float*)buffers[24];  // intermediate f32[64,16,10,10] 3
+  float* v_h2 = (float*)buffers[25];  // intermediate f32[64,16,5,5] h2
   float* v_4 = v_h2;  // alias f32[64,400] 4
-  float* v_h3 = (float*)buffers[19];  // intermediate f32[64,120] h3
-  float* v_h4 = (float*)buffers[20];  // intermediate f32[64,84] h4
-  float* v_logits = (float*)buffers[21];  // intermediate f32[64,10] logits
+  float* v_h3 = (float*)buffers[27];  // intermediate f32[64,120] h3
+  float* v_h4 = (float*)buffers[28];  // intermediate f32[64,84] h4
+  float* v_logits = (float*)buffers[29];  // intermediate f32[64,10] logits
   DNNC_TICK(-1);
   k0_pad(in_image, s_xpad);
   DNNC_TICK(0);
   k1_conv2d_pool(s_xpad, p_conv1_weight, p_conv1_bias, s_plane, v_h1);
   DNNC_TICK(1);
-  k2_im2col(v_h1, s_col);
+  k2_im2col(v_h1_at0, s_col);
   DNNC_TICK(2);
-  g3_gemm(p_conv2_weight, s_col, p_conv2_bias, v_2);
+  g3_gemm(p_conv2_weight, s_col, p_conv2_bias, v_2_at0);
   DNNC_TICK(3);
-  k4_relu(v_2, v_3);
+  k2_im2col(v_h1_at19992, s_col);
   DNNC_TICK(4);
-  k5_maxpool2d(v_3, v_h2);
+  g5_gemm(p_conv2_weight, s_col, p_conv2_bias, v_2_at27200);
   DNNC_TICK(5);
-  g6_gemm(v_4, p_fc1_weight, p_fc1_bias, v_h3);
+  k2_im2col(v_h1_at39984, s_col);
   DNNC_TICK(6);
-  g7_gemm(v_h3, p_fc2_weight, p_fc2_bias, v_h4);
+  g7_gemm(p_conv2_weight, s_col, p_conv2_bias, v_2_at54400);
   DNNC_TICK(7);
-  g8_gemm(v_h4, p_fc3_weight, p_fc3_bias, v_logits);
+  k8_im2col(v_h1_at59976, s_col);
   DNNC_TICK(8);
+  g9_gemm(p_conv2_weight, s_col, p_conv2_bias, v_2_at81600);
+  DNNC_TICK(9);
+  k10_relu(v_2, v_3);
+  DNNC_TICK(10);
+  k11_maxpool2d(v_3, v_h2);
+  DNNC_TICK(11);
+  g12_gemm(v_4, p_fc1_weight, p_fc1_bias, v_h3);
+  DNNC_TICK(12);
+  g13_gemm(v_h3, p_fc2_weight, p_fc2_bias, v_h4);
+  DNNC_TICK(13);
+  g14_gemm(v_h4, p_fc3_weight, p_fc3_bias, v_logits);
+  DNNC_TICK(14);
   return 0;
 }
