@@ -30,7 +30,7 @@ TEST_CASE("a kernel prints as a static function with a parallel outer loop", "[c
         "  v_y[i] = ((v > 0x0p+0f) ? v : lo);\n"
         "}\n"
         "// %y = relu(%x)\n"
-        "static int k0_relu(const float* __restrict__ v_x, float* __restrict__ v_y) {\n"
+        "DNNC_STEP static int k0_relu(const float* __restrict__ v_x, float* __restrict__ v_y) {\n"
         "  float lo = 0x1p-1f;\n"
         "  #pragma omp parallel for num_threads(dnnc_threads) schedule(static)\n"
         "  for (i64 i = 0; i < 64; ++i) {\n"
