@@ -247,6 +247,11 @@ ir::ValueId apply_layer(Layer& layer, ir::ValueId x, const ast::Expr& input, ir:
   if (is_bn) {
     g.updates.emplace_back(layer.name + ".running_mean", outs[3]);
     g.updates.emplace_back(layer.name + ".running_var", outs[4]);
+    // PyTorch's BatchNorm2d.forward adds 1 to num_batches_tracked in training mode (it only
+    // reads it when momentum is None, which dnnc has no spelling for; it is kept for state_dicts).
+    std::string counter = layer.name + ".num_batches_tracked";
+    ir::ValueId c = g.param(counter, m.param(counter)->type);
+    g.updates.emplace_back(counter, emit_node(g, namer, "increment", {c}, {}, call_loc, counter, {}, file)[0]);
   }
   return outs[0];
 }

@@ -43,6 +43,13 @@ ShapeRule binary(std::string op) {
   };
 }
 
+// x + 1 on an i64 counter of any shape (batchnorm's num_batches_tracked).
+Types increment_rule(const Types& in, const Attrs&) {
+  expect_dtype("increment", "counter", in[0], DType::i64, 0);
+  expect_row_major("increment", "counter", in[0], 0);
+  return {in[0]};
+}
+
 Types reduce_sum_rule(const Types& in, const Attrs& attrs) {
   const TensorType& x = in[0];
   expect_dtype("reduce_sum", "input", x, DType::f32, 0);
@@ -141,6 +148,14 @@ void register_elementwise_ops(OpTable& t) {
          .infer = unary("neg"),
          .internal = true,
          .summary = "-x"});
+  t.add({.name = "increment",
+         .operands = {operand("x")},
+         .attrs = {},
+         .num_outputs = 1,
+         .fusion = FusionClass::opaque,
+         .infer = increment_rule,
+         .internal = true,
+         .summary = "x + 1 on an i64 counter"});
   t.add({.name = "reduce_sum",
          .operands = {operand("x")},
          .attrs = {required("axes", AttrKind::ints), opt_bool("keepdim", false)},

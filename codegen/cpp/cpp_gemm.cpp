@@ -410,22 +410,25 @@ std::string gemm_epilogue_function(const Program& p, const Step& s, const std::s
   auto scaling = epilogue_gemm_scaling(g, out);
   bool split = g.threads == GemmCall::Threads::split;
   out += fmt::format("  const int t = {};\n", split ? "dnnc_threads" : "1");
-  if (sums)
-    out += fmt::format("  float* part = t > 1 ? (float*)__builtin_malloc(sizeof(float) * (t - 1) * {}) : 0;\n", g.n);
+  // Column sums (a bias gradient over the batch rows) in double per thread, added in thread
+  // order and rounded once: exact to fp32 at any batch size (docs/ops.md, "Accuracy of sums").
+  if (sums) out += fmt::format("  double* part = (double*)__builtin_malloc(sizeof(double) * t * {});\n", g.n);
   if (split) out += "#pragma omp parallel for num_threads(t) schedule(static)\n";
   out += "  for (int i = 0; i < t; ++i) {\n";
   out += fmt::format("    const i64 r0 = {} * i / t, r1 = {} * (i + 1) / t;\n", g.m, g.m);
   out += epilogue_gemm_rows(g, k, call_args, scaling, "    ");
   if (sums) {
-    out += fmt::format("    float* sum = i == 0 ? col_sums : part + (i - 1) * {};\n", g.n);
-    out += fmt::format("    for (i64 j = 0; j < {}; ++j) sum[j] = 0x0p+0f;\n", g.n);
+    out += fmt::format("    double* sum = part + i * {};\n", g.n);
+    out += fmt::format("    for (i64 j = 0; j < {}; ++j) sum[j] = 0.0;\n", g.n);
     out += fmt::format(
-        "    for (i64 r = r0; r < r1; ++r)\n      for (i64 j = 0; j < {0}; ++j) sum[j] += c[r * {0} + j];\n", g.n);
+        "    for (i64 r = r0; r < r1; ++r)\n      for (i64 j = 0; j < {0}; ++j) sum[j] += (double)c[r * {0} + j];\n",
+        g.n);
   }
   out += "  }\n";
   if (sums) {
     out += fmt::format(
-        "  for (int i = 1; i < t; ++i)\n    for (i64 j = 0; j < {0}; ++j) col_sums[j] += part[(i - 1) * {0} + j];\n",
+        "  for (i64 j = 0; j < {0}; ++j) {{\n    double s = part[j];\n    for (int i = 1; i < t; ++i) s += part[i * {0} + j];\n"
+        "    col_sums[j] = (float)s;\n  }}\n",
         g.n);
     out += "  __builtin_free(part);\n";
   }

@@ -50,7 +50,7 @@ bool expr_reads_var(const Expr& e, const std::string& v) {
   return false;
 }
 
-// The f32 sums of an innermost sequential loop whose body only declares locals and adds terms to
+// The f32 and f64 sums of an innermost sequential loop whose body only declares locals and adds terms to
 // locals declared outside it (`s = s + term`, term not reading s; no stores, ifs or checks): the
 // loop is printed `#pragma omp simd reduction(+:...)`, so each sum is accumulated in one partial
 // sum per vector lane, added to s after the loop: vectorized, and blocked (each lane sums every
@@ -65,7 +65,9 @@ std::vector<std::string> simd_sums(const StmtNode& loop) {
     }
     if (st->kind != StmtKind::assign || inner.count(st->var)) return {};
     const Expr& v = st->value;
-    if (v->kind != ExprKind::binary || v->binary != BinaryOp::add || v->type != ScalarType::f32) return {};
+    if (v->kind != ExprKind::binary || v->binary != BinaryOp::add ||
+        (v->type != ScalarType::f32 && v->type != ScalarType::f64))
+      return {};
     const Expr& lhs = v->args[0];
     if (lhs->kind != ExprKind::var || lhs->name != st->var || expr_reads_var(v->args[1], st->var)) return {};
     if (std::find(sums.begin(), sums.end(), st->var) != sums.end()) return {};

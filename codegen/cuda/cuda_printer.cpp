@@ -366,7 +366,7 @@ std::string bias_kernel(const Program& p, size_t step, CudaKernel& info) {
 }
 
 // Column sums of GEMM step `step`'s C after its epilogue (GemmCall::col_sums, a bias
-// gradient): one thread per column, rows in order.
+// gradient): one thread per column, rows in order, in double (docs/ops.md, "Accuracy of sums").
 std::string col_sums_kernel(const Program& p, size_t step, CudaKernel& info) {
   const GemmCall& g = p.steps[step].gemm;
   std::string out = fmt::format("// {}\n", p.steps[step].comment.back());
@@ -374,9 +374,9 @@ std::string col_sums_kernel(const Program& p, size_t step, CudaKernel& info) {
   out += gemm_kernel_head(info.name, "c", "sums");
   out += "  const i64 j = (i64)blockIdx.x * blockDim.x + threadIdx.x;\n";
   out += fmt::format("  if (j >= {}) return;\n", g.n);
-  out += "  float s = 0.0f;\n";
-  out += fmt::format("  for (i64 r = 0; r < {}; ++r) s += c[r * {} + j];\n", g.m, g.ldc);
-  out += "  sums[j] = s;\n}\n";
+  out += "  double s = 0.0;\n";
+  out += fmt::format("  for (i64 r = 0; r < {}; ++r) s += (double)c[r * {} + j];\n", g.m, g.ldc);
+  out += "  sums[j] = (float)s;\n}\n";
   info.mapping = CudaMapping::grid_thread;
   info.launch.grid = cuda_blocks_for(g.n);
   info.launch.block = kCudaBlock;

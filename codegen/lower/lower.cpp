@@ -101,6 +101,14 @@ const LowerTable& lower_table() {
       if (ctx.numel(n.outputs[0]) != ctx.numel(n.inputs[0])) ctx.fail(n, "view changes the element count");
       ctx.define_alias(n.outputs[0], n.inputs[0]);
     };
+    // x + 1 on an i64 counter (batchnorm's num_batches_tracked): one sequential loop.
+    t["increment"] = [](LowerCtx& ctx, const ir::Node& n, const ir::Attrs&) {
+      KernelDraft d(ctx, ctx.kernel_name(n.op));
+      int x = d.read(ctx.buffer(n.inputs[0]));
+      int y = d.write(ctx.define(n.outputs[0]));
+      d.kb.loop("i", ctx.numel(n.outputs[0]), false, [&](Expr i) { d.kb.store(y, i, d.kb.load(x, i) + i64c(1)); });
+      ctx.emit(std::move(d));
+    };
     t["flatten"] = view;
     t["reshape"] = view;
     return t;

@@ -47,16 +47,17 @@ void for_channel(KernelBuilder& kb, const BnGeom& g, Expr c, const std::function
   });
 }
 
-// Adds to each of `sums` (f32 locals) its term of every element of channel c, terms(index)
-// giving one term per sum. NCHW: images outer, pixels inner, the inner loop a plain sum (the C++
-// printer blocks it over vector lanes: `omp simd reduction`). NHWC, whose strided loop the
-// compiler leaves scalar: per image, a partial sum per block of 16 pixels, added to the sums,
-// so no running fp32 sum grows over more than H·W/16 + 16 terms per image.
+// Adds to each of `sums` (f64 locals) its term of every element of channel c, terms(index)
+// giving one term per sum (widened to double). Double accumulators make the B·H·W-long sums
+// exact to fp32 whatever their length (docs/ops.md, "Accuracy of sums"). NCHW: images outer,
+// pixels inner, the inner loop a plain sum (the C++ printer blocks it over vector lanes: `omp simd
+// reduction`). NHWC, whose strided loop the compiler leaves scalar: per image, a partial sum per
+// block of 16 pixels, added to the sums.
 void channel_sums(KernelBuilder& kb, const BnGeom& g, Expr c, const std::vector<Expr>& sums,
                   const std::function<std::vector<Expr>(Expr)>& terms) {
   auto add = [&](const std::vector<Expr>& to, Expr index) {
     std::vector<Expr> t = terms(index);
-    for (size_t k = 0; k < to.size(); ++k) kb.assign(to[k], to[k] + t[k]);
+    for (size_t k = 0; k < to.size(); ++k) kb.assign(to[k], to[k] + cast(ScalarType::f64, t[k]));
   };
   if (!g.nhwc) {
     for_channel(kb, g, c, [&](Expr i) { add(sums, i); });
@@ -67,7 +68,7 @@ void channel_sums(KernelBuilder& kb, const BnGeom& g, Expr c, const std::vector<
     Expr base = kb.let("base", b * i64c(g.hw * g.c) + c);
     kb.loop("ib", (g.hw + kBlock - 1) / kBlock, false, [&](Expr ib) {
       std::vector<Expr> part;
-      for (size_t k = 0; k < sums.size(); ++k) part.push_back(kb.let("part", f32c(0)));
+      for (size_t k = 0; k < sums.size(); ++k) part.push_back(kb.let("part", f64c(0)));
       Expr i0 = kb.let("i0", ib * i64c(kBlock));
       kb.loop("i", i0, min(i0 + i64c(kBlock), i64c(g.hw)), false, [&](Expr i) { add(part, base + i * i64c(g.c)); });
       for (size_t k = 0; k < sums.size(); ++k) kb.assign(sums[k], sums[k] + part[k]);
@@ -91,22 +92,25 @@ void lower_batchnorm(LowerCtx& ctx, const ir::Node& n, const ir::Attrs& a) {
   int rm_out = d.write(ctx.define(n.outputs[3]));
   int rv_out = d.write(ctx.define(n.outputs[4]));
   KernelBuilder& kb = d.kb;
-  Expr count = f32c(static_cast<double>(g.count()));
+  Expr count = f64c(static_cast<double>(g.count()));
   Expr m = f32c(ir::attr_float(a, "momentum"));
   kb.loop("c", g.c, channel_loop_parallel(ctx, g), [&](Expr c) {
-    Expr sum = kb.let("sum", f32c(0));
+    Expr sum = kb.let("sum", f64c(0));
     channel_sums(kb, g, c, {sum}, [&](Expr i) { return std::vector<Expr>{kb.load(x, i)}; });
-    Expr mean = kb.let("mean", sum / count);
-    Expr var_sum = kb.let("var_sum", f32c(0));
+    Expr mean = kb.let("mean", cast(ScalarType::f32, sum / count));
+    Expr var_sum = kb.let("var_sum", f64c(0));
     channel_sums(kb, g, c, {var_sum}, [&](Expr i) {
-      Expr dev = kb.let("dev", kb.load(x, i) - mean);
+      Expr dev = kb.let("dev", cast(ScalarType::f64, kb.load(x, i) - mean));
       return std::vector<Expr>{dev * dev};
     });
-    Expr invstd = kb.let("invstd", f32c(1) / sqrt(var_sum / count + f32c(ir::attr_float(a, "eps"))));
+    // 1/sqrt(biased var + eps) and the unbiased var in double, each rounded once.
+    Expr invstd = kb.let(
+        "invstd", cast(ScalarType::f32, f64c(1) / sqrt(var_sum / count + f64c(ir::attr_float(a, "eps")))));
+    Expr unbiased = cast(ScalarType::f32, var_sum / f64c(static_cast<double>(g.count() - 1)));
     kb.store(mean_out, c, mean);
     kb.store(invstd_out, c, invstd);
     kb.store(rm_out, c, m * mean + (f32c(1) - m) * kb.load(rm, c));
-    kb.store(rv_out, c, m * (var_sum / f32c(static_cast<double>(g.count() - 1))) + (f32c(1) - m) * kb.load(rv, c));
+    kb.store(rv_out, c, m * unbiased + (f32c(1) - m) * kb.load(rv, c));
     Expr alpha = kb.let("alpha", invstd * kb.load(w, c));
     Expr beta = kb.let("beta", kb.load(bias, c) - mean * alpha);
     for_channel(kb, g, c, [&](Expr i) { kb.store(y, i, kb.load(x, i) * alpha + beta); });
@@ -126,25 +130,26 @@ void lower_batchnorm_backward(LowerCtx& ctx, const ir::Node& n, const ir::Attrs&
   int dw = d.write(ctx.define(n.outputs[1]));
   int db = d.write(ctx.define(n.outputs[2]));
   KernelBuilder& kb = d.kb;
-  Expr count = f32c(static_cast<double>(g.count()));
+  Expr count = f64c(static_cast<double>(g.count()));
   kb.loop("c", g.c, channel_loop_parallel(ctx, g), [&](Expr c) {
     Expr mu = kb.let("mu", kb.load(mean, c));
     Expr is = kb.let("is", kb.load(invstd, c));
-    Expr sum = kb.let("sum", f32c(0));
-    Expr dotp = kb.let("dotp", f32c(0));
+    Expr sum = kb.let("sum", f64c(0));
+    Expr dotp = kb.let("dotp", f64c(0));
     channel_sums(kb, g, c, {sum, dotp}, [&](Expr i) {
       Expr gy = kb.let("gy", kb.load(dy, i));
       return std::vector<Expr>{gy, (kb.load(x, i) - mu) * gy};
     });
-    Expr k = kb.let("k", dotp * is * is / count);
-    Expr grad_mean = kb.let("grad_mean", sum / count);
+    Expr is64 = cast(ScalarType::f64, is);
+    Expr k = kb.let("k", cast(ScalarType::f32, dotp * is64 * is64 / count));
+    Expr grad_mean = kb.let("grad_mean", cast(ScalarType::f32, sum / count));
     Expr wc = kb.let("wc", kb.load(w, c));
     for_channel(kb, g, c, [&](Expr i) {
       Expr proj = (kb.load(x, i) - mu) * k;
       kb.store(dx, i, (kb.load(dy, i) - grad_mean - proj) * is * wc);
     });
-    kb.store(dw, c, dotp * is);
-    kb.store(db, c, sum);
+    kb.store(dw, c, cast(ScalarType::f32, dotp * is64));
+    kb.store(db, c, cast(ScalarType::f32, sum));
   });
   ctx.emit(std::move(d));
 }

@@ -1,6 +1,7 @@
 // Reductions: reduce_sum over any axes, the softmax family along one axis, and the losses.
-// Every sum runs in the reference interpreter's order (row-major over the reduced coordinates,
-// float accumulators), so results match it up to the compiler's contraction of a*b+c.
+// Sums whose length grows with the batch (reduce_sum, the losses' means, the bias gradient of
+// softmax_xent) accumulate in double and round once (docs/ops.md, "Accuracy of sums"); sums over
+// one row of classes stay in f32, blocked over vector lanes by the C++ printer.
 #include <limits>
 
 #include "codegen/lower/lower_ctx.h"
@@ -56,9 +57,10 @@ void lower_reduce_sum(LowerCtx& ctx, const ir::Node& n, const ir::Attrs& a) {
       int x = d.read(ctx.buffer(n.inputs[0]));
       int p = d.write(part);
       d.kb.loop("p", r0 * k, true, [&](Expr pv) {
-        Expr acc = d.kb.let("acc", f32c(0));
-        d.kb.loop("r", r1, false, [&](Expr r) { d.kb.assign(acc, acc + d.kb.load(x, pv * i64c(r1) + r)); });
-        d.kb.store(p, pv, acc);
+        Expr acc = d.kb.let("acc", f64c(0));
+        d.kb.loop("r", r1, false,
+                  [&](Expr r) { d.kb.assign(acc, acc + cast(ScalarType::f64, d.kb.load(x, pv * i64c(r1) + r))); });
+        d.kb.store(p, pv, cast(ScalarType::f32, acc));
       });
       ctx.emit(std::move(d));
     }
@@ -68,9 +70,10 @@ void lower_reduce_sum(LowerCtx& ctx, const ir::Node& n, const ir::Attrs& a) {
     int p = d.read(part);
     int y = d.write(ctx.define(n.outputs[0]));
     d.kb.loop("k", k, true, [&](Expr kv) {
-      Expr acc = d.kb.let("acc", f32c(0));
-      d.kb.loop("r", r0, false, [&](Expr r) { d.kb.assign(acc, acc + d.kb.load(p, r * i64c(k) + kv)); });
-      d.kb.store(y, kv, acc);
+      Expr acc = d.kb.let("acc", f64c(0));
+      d.kb.loop("r", r0, false,
+                [&](Expr r) { d.kb.assign(acc, acc + cast(ScalarType::f64, d.kb.load(p, r * i64c(k) + kv))); });
+      d.kb.store(y, kv, cast(ScalarType::f32, acc));
     });
     ctx.emit(std::move(d));
     return;
@@ -80,40 +83,25 @@ void lower_reduce_sum(LowerCtx& ctx, const ir::Node& n, const ir::Attrs& a) {
   int x = d.read(ctx.buffer(n.inputs[0]));
   int y = d.write(ctx.define(n.outputs[0]));
   KernelBuilder& kb = d.kb;
-  bool last_reduced = dims.empty() || dims.back().reduced;
-  if (last_reduced) {
-    // Output-stationary: kept coordinates outermost, then the reduced ones in order into a scalar.
-    std::vector<RDim> kept, red;
-    for (const RDim& r : dims) (r.reduced ? red : kept).push_back(r);
-    kb.loop("o", out_numel, ctx.parallel(total) && out_numel > 1, [&](Expr o) {
-      Expr base = i64c(0);
-      for (const RDim& k : kept) base = base + (o / i64c(k.out_stride)) % i64c(k.extent) * i64c(k.x_stride);
-      Expr acc = kb.let("acc", f32c(0));
-      std::function<void(size_t, Expr)> nest = [&](size_t level, Expr off) {
-        if (level == red.size()) {
-          kb.assign(acc, acc + kb.load(x, off));
-          return;
-        }
-        kb.loop("r", red[level].extent, false, [&](Expr r) { nest(level + 1, off + r * i64c(red[level].x_stride)); });
-      };
-      nest(0, base);
-      kb.store(y, o, acc);
-    });
-  } else {
-    // Innermost dim kept: zero the output, then accumulate in x's order (vectorizes over it).
-    kb.loop("o", out_numel, false, [&](Expr o) { kb.store(y, o, f32c(0)); });
-    bool par = !dims.front().reduced && ctx.parallel(total);
-    std::function<void(size_t, Expr, Expr)> nest = [&](size_t level, Expr xo, Expr yo) {
-      if (level == dims.size()) {
-        kb.accumulate(y, yo, kb.load(x, xo));
+  // Output-stationary: kept coordinates outermost, then the reduced ones in order into a double
+  // accumulator. (An innermost kept dim makes the inner loop strided; such sums are bias
+  // gradients of [B, features], which the GEMM's column sums usually take instead.)
+  std::vector<RDim> kept, red;
+  for (const RDim& r : dims) (r.reduced ? red : kept).push_back(r);
+  kb.loop("o", out_numel, ctx.parallel(total) && out_numel > 1, [&](Expr o) {
+    Expr base = i64c(0);
+    for (const RDim& k : kept) base = base + (o / i64c(k.out_stride)) % i64c(k.extent) * i64c(k.x_stride);
+    Expr acc = kb.let("acc", f64c(0));
+    std::function<void(size_t, Expr)> nest = [&](size_t level, Expr off) {
+      if (level == red.size()) {
+        kb.assign(acc, acc + cast(ScalarType::f64, kb.load(x, off)));
         return;
       }
-      const RDim& r = dims[level];
-      kb.loop(r.reduced ? "r" : "k", r.extent, par && level == 0,
-              [&](Expr i) { nest(level + 1, xo + i * i64c(r.x_stride), yo + i * i64c(r.out_stride)); });
+      kb.loop("r", red[level].extent, false, [&](Expr r) { nest(level + 1, off + r * i64c(red[level].x_stride)); });
     };
-    nest(0, i64c(0), i64c(0));
-  }
+    nest(0, base);
+    kb.store(y, o, cast(ScalarType::f32, acc));
+  });
   ctx.emit(std::move(d));
 }
 
@@ -150,9 +138,10 @@ Expr row_max(KernelBuilder& kb, int x, Expr base, int64_t step, int64_t n) {
 }
 
 Expr row_sum_exp(KernelBuilder& kb, int x, Expr base, int64_t step, int64_t n, Expr mx) {
-  Expr sum = kb.let("sum", f32c(0));
-  kb.loop("c", n, false, [&](Expr c) { kb.assign(sum, sum + exp(kb.load(x, base + c * i64c(step)) - mx)); });
-  return sum;
+  Expr sum = kb.let("sum_exp", f64c(0));
+  kb.loop("c", n, false,
+          [&](Expr c) { kb.assign(sum, sum + cast(ScalarType::f64, exp(kb.load(x, base + c * i64c(step)) - mx))); });
+  return kb.let("sum", cast(ScalarType::f32, sum));
 }
 
 void lower_softmax(LowerCtx& ctx, const ir::Node& n, const ir::Attrs& a, bool log_form) {
@@ -227,14 +216,14 @@ void lower_cross_entropy(LowerCtx& ctx, const ir::Node& n, const ir::Attrs&) {
   int loss = d.write(ctx.define(n.outputs[0]));
   KernelBuilder& kb = d.kb;
   check_labels(kb, target, B, C, "cross_entropy");
-  Expr total = kb.let("total", f32c(0));
+  Expr total = kb.let("total", f64c(0));
   kb.loop("b", B, false, [&](Expr b) {
     Expr base = b * i64c(C);
     Expr mx = row_max(kb, logits, base, 1, C);
     Expr sum = row_sum_exp(kb, logits, base, 1, C, mx);
-    kb.assign(total, total + (log(sum) + mx - kb.load(logits, base + label_index(kb, target, b, C))));
+    kb.assign(total, total + cast(ScalarType::f64, log(sum) + mx - kb.load(logits, base + label_index(kb, target, b, C))));
   });
-  kb.store(loss, i64c(0), total / f32c(static_cast<double>(B)));
+  kb.store(loss, i64c(0), cast(ScalarType::f32, total / f64c(static_cast<double>(B))));
   ctx.emit(std::move(d));
 }
 
@@ -270,12 +259,12 @@ void lower_mse_loss(LowerCtx& ctx, const ir::Node& n, const ir::Attrs&) {
   int target = d.read(ctx.buffer(n.inputs[1]));
   int loss = d.write(ctx.define(n.outputs[0]));
   KernelBuilder& kb = d.kb;
-  Expr sum = kb.let("sum", f32c(0));
+  Expr sum = kb.let("sum", f64c(0));
   kb.loop("i", count, false, [&](Expr i) {
-    Expr diff = kb.let("diff", kb.load(pred, i) - kb.load(target, i));
+    Expr diff = kb.let("diff", cast(ScalarType::f64, kb.load(pred, i) - kb.load(target, i)));
     kb.assign(sum, sum + diff * diff);
   });
-  kb.store(loss, i64c(0), sum / f32c(static_cast<double>(count)));
+  kb.store(loss, i64c(0), cast(ScalarType::f32, sum / f64c(static_cast<double>(count))));
   ctx.emit(std::move(d));
 }
 
@@ -333,27 +322,29 @@ size_t lower_softmax_xent(LowerCtx& ctx, const std::vector<const ir::Node*>& nod
   kb.loop("b", B, false, [&](Expr b) {
     Expr base = b * i64c(C);
     Expr mx = row_max(kb, logits, base, 1, C);
-    Expr s = kb.let("sum", f32c(0));
+    Expr s64 = kb.let("sum_exp", f64c(0));
     kb.loop("c", C, false, [&](Expr c) {
       Expr e = kb.let("e", exp(kb.load(logits, base + c) - mx));
       kb.store(dx, base + c, e);
-      kb.assign(s, s + e);
+      kb.assign(s64, s64 + cast(ScalarType::f64, e));
     });
+    Expr s = kb.let("sum", cast(ScalarType::f32, s64));
     Expr t = kb.let("t", label_index(kb, target, b, C));
     kb.store(row_loss, b, log(s) + mx - kb.load(logits, base + t));
     kb.loop("c", C, false, [&](Expr c) {
       kb.store(dx, base + c, scale * (kb.load(dx, base + c) / s - select(eq(c, t), f32c(1), f32c(0))));
     });
   });
-  Expr total = kb.let("total", f32c(0));
-  kb.loop("b", B, false, [&](Expr b) { kb.assign(total, total + kb.load(row_loss, b)); });
+  Expr total = kb.let("total", f64c(0));
+  kb.loop("b", B, false, [&](Expr b) { kb.assign(total, total + cast(ScalarType::f64, kb.load(row_loss, b))); });
   if (sum)
     kb.loop("c", C, false, [&](Expr c) {
-      Expr acc = kb.let("acc", f32c(0));
-      kb.loop("b", B, false, [&](Expr b) { kb.assign(acc, acc + kb.load(dx, b * i64c(C) + c)); });
-      kb.store(db, c, acc);
+      Expr acc = kb.let("acc", f64c(0));
+      kb.loop("b", B, false,
+              [&](Expr b) { kb.assign(acc, acc + cast(ScalarType::f64, kb.load(dx, b * i64c(C) + c))); });
+      kb.store(db, c, cast(ScalarType::f32, acc));
     });
-  kb.store(loss, i64c(0), total / f32c(static_cast<double>(B)));
+  kb.store(loss, i64c(0), cast(ScalarType::f32, total / f64c(static_cast<double>(B))));
   ctx.emit(std::move(d));
   return j - i;
 }

@@ -37,7 +37,10 @@ using ValueTrace = std::map<std::string, Tensor>;
 using StorageTrace = std::map<std::string, Tensor>;
 
 struct RefOptions {
-  bool fp64_accumulate = false;           // accumulate sums/dots in double (storage stays f32)
+  /// Sums and dot products accumulate in double and round once (storage stays f32): each op is
+  /// then exact to fp32 up to its last rounding, the oracle the backends are held to. false:
+  /// plain fp32 running sums, for showing what that costs.
+  bool fp64_accumulate = true;
   StorageTrace* storage_trace = nullptr;  // with `trace`: also every value as stored
 };
 

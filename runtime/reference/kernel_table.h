@@ -23,7 +23,7 @@ struct KernelCall {
   std::vector<const Tensor*> inputs;
   const ir::Attrs* attrs = nullptr;
   std::vector<Shape> output_shapes;
-  bool fp64_accumulate = false;
+  bool fp64_accumulate = true;
 
   size_t num_inputs() const { return inputs.size(); }
   const Tensor& in(size_t i) const;  // throws std::runtime_error if operand i is absent

@@ -186,6 +186,12 @@ void register_elementwise_kernels(KernelTable& t) {
   t["div_scalar"] = [](const KernelCall& c) {
     return one(div_scalar_forward(in_f(c, 0), ir::attr_float(c.at(), "value")));
   };
+  t["increment"] = [](const KernelCall& c) {
+    Buf<int64_t> x = i64_operand(c, 0);
+    Tensor out(ir::DType::i64, x.shape);
+    for (int64_t i = 0; i < x.numel(); ++i) out.i64()[i] = x[i] + 1;
+    return std::vector<Tensor>{std::move(out)};
+  };
   t["fill"] = [](const KernelCall& c) {
     if (c.output_shapes.size() != 1) kernel_error("fill", "expected one output shape");
     return one(fill_forward<F>(c.output_shapes[0], ir::attr_float(c.at(), "value")));

@@ -99,6 +99,8 @@ void shape_ops(Builder& b) {
   b.op("shape", "transpose", {t2}, {{"perm", std::vector<int64_t>{1, 0}}});
   ValueId lab = b.in("shape.labels", {3, 4}, ir::DType::i64);
   b.op("shape", "transpose", {lab}, {{"perm", std::vector<int64_t>{1, 0}}});
+  b.op("elementwise", "increment", {lab});
+  b.op("elementwise", "increment", {b.in("ew.counter", {}, ir::DType::i64)});
 }
 
 void reduce(Builder& b) {

@@ -43,11 +43,18 @@ TEST_CASE("batchnorm2d: PyTorch params and buffers, 5 outputs, running stats as 
   CHECK(bn->outputs.size() == 5);
   CHECK(ir::attr_float(bn->attrs, "eps") == 0.001);
   CHECK(ir::attr_float(bn->attrs, "momentum") == 0.1);
-  REQUIRE(g.updates.size() == 2);
+  REQUIRE(g.updates.size() == 3);
   CHECK(g.updates[0].first == "bn.running_mean");
   CHECK(g.updates[0].second == bn->outputs[3]);
   CHECK(g.updates[1].first == "bn.running_var");
   CHECK(g.updates[1].second == bn->outputs[4]);
+  // num_batches_tracked + 1, as PyTorch's training-mode forward does.
+  CHECK(g.updates[2].first == "bn.num_batches_tracked");
+  int pi = g.producer(g.updates[2].second);
+  REQUIRE(pi >= 0);
+  const ir::Node* inc = &g.nodes[static_cast<size_t>(pi)];
+  CHECK(inc->op == "increment");
+  CHECK(g.value(inc->inputs[0]).name == "bn.num_batches_tracked");
 }
 
 TEST_CASE("layernorm: weight/bias of normalized_shape, attrs passed through", "[frontend][lower]") {

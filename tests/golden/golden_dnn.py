@@ -1,6 +1,7 @@
 # A light reader of .dnn files, only to keep the PyTorch mirrors honest: it checks that a mirror
 # declares the same layers (names, kinds, sizes) and calls the same ops as the model block,
 # and reads the recipe values the goldens use (train seed, normalize mean/std).
+import operator
 import re
 
 import torch
@@ -13,7 +14,8 @@ LAYER_KINDS = {"linear": nn.Linear, "conv2d": nn.Conv2d, "batchnorm2d": nn.Batch
 # torch functions of the mirrors -> dnnc op names.
 TORCH_OPS = {F.relu: "relu", torch.relu: "relu", torch.flatten: "flatten", F.max_pool2d: "maxpool2d",
              F.avg_pool2d: "avgpool2d", torch.tanh: "tanh", torch.sigmoid: "sigmoid", F.gelu: "gelu",
-             F.leaky_relu: "leaky_relu", F.softmax: "softmax", F.log_softmax: "log_softmax"}
+             F.leaky_relu: "leaky_relu", F.softmax: "softmax", F.log_softmax: "log_softmax",
+             operator.add: "add"}
 
 
 class MirrorError(Exception):
@@ -139,6 +141,7 @@ def check_mirror(path, text, module_cls):
         if stmt.startswith("input ") or "=" not in stmt:
             continue
         calls += _calls(stmt.split("=", 1)[1])
+        calls += ["add"] * stmt.split("=", 1)[1].count("+")  # a + b (residual shortcuts)
     layer_names = {name for name, _, _ in layers}
     dnn_calls = sorted(f"layer:{c}" if c in layer_names else c for c in calls if c != "cross_entropy")
 

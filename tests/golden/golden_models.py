@@ -109,6 +109,8 @@ OPTIMIZERS = {
     "adam": {"lr": 0.001, "beta1": 0.9, "beta2": 0.999, "eps": 1e-8, "weight_decay": 0.0, "decoupled": False},
     "sgd_nesterov": {"lr": 0.01, "momentum": 0.9, "dampening": 0.0, "weight_decay": 1e-4, "nesterov": True},
     "adamw": {"lr": 0.001, "beta1": 0.9, "beta2": 0.999, "eps": 1e-8, "weight_decay": 0.01, "decoupled": True},
+    # the float64 trajectory's (golden_float64.py; README.md says why lr 0.001)
+    "sgd_nesterov_bn": {"lr": 0.001, "momentum": 0.9, "dampening": 0.0, "weight_decay": 5e-4, "nesterov": True},
 }
 
 

@@ -199,6 +199,16 @@ def _binary_cases():
     return cases
 
 
+def batchnorm_outputs(t):
+    """dnnc's five batchnorm2d outputs (training mode, momentum 0.1, eps 1e-5) from operands `t`."""
+    rm, rv = t["running_mean"].clone(), t["running_var"].clone()
+    y = F.batch_norm(t["x"], rm, rv, t["weight"], t["bias"], training=True, momentum=0.1, eps=1e-5)
+    with torch.no_grad():
+        _, mean, invstd = torch.native_batch_norm(t["x"], t["weight"], t["bias"], t["running_mean"].clone(),
+                                                  t["running_var"].clone(), True, 0.1, 1e-5)
+    return {"y": y, "mean": mean, "invstd": invstd, "new_running_mean": rm, "new_running_var": rv}
+
+
 def _norm_cases():
     cases = []
     name = "batchnorm2d"
@@ -208,14 +218,8 @@ def _norm_cases():
               "bias": _randn(g, c, scale=0.5), "running_mean": _randn(g, c, scale=0.1),
               "running_var": _uniform(g, 0.5, 1.5, c)}
 
-    def bn(t):
-        rm, rv = t["running_mean"].clone(), t["running_var"].clone()
-        y = F.batch_norm(t["x"], rm, rv, t["weight"], t["bias"], training=True, momentum=0.1, eps=1e-5)
-        with torch.no_grad():
-            _, mean, invstd = torch.native_batch_norm(t["x"], t["weight"], t["bias"], t["running_mean"].clone(),
-                                                      t["running_var"].clone(), True, 0.1, 1e-5)
-        return {"y": y, "mean": mean, "invstd": invstd, "new_running_mean": rm, "new_running_var": rv}
-    cases.append(Case(name, "batchnorm2d", {"eps": 1e-5, "momentum": 0.1}, inputs, ["x", "weight", "bias"], bn, g))
+    cases.append(Case(name, "batchnorm2d", {"eps": 1e-5, "momentum": 0.1}, inputs, ["x", "weight", "bias"],
+                      batchnorm_outputs, g))
 
     for name, ns in [("layernorm", [6]), ("layernorm_2d", [5, 6])]:
         g = _gen(name)

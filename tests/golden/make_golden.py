@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-# Writes dnnc's PyTorch golden files (tests/golden/ops/*.safetensors, tests/golden/models/*.safetensors);
+# Writes dnnc's PyTorch golden files (tests/golden/ops/*.safetensors, tests/golden/models/*.safetensors,
+# tests/golden/float64/*.safetensors);
 # with --check, recomputes them and verifies the committed files with an independent reader.
 #
 # Usage (Debian's python3 with python3-torch, from any directory):
@@ -18,6 +19,7 @@ sys.path.insert(0, HERE)
 import torch  # noqa: E402
 
 import golden_dnn  # noqa: E402
+import golden_float64  # noqa: E402
 import golden_io  # noqa: E402
 import golden_models  # noqa: E402
 import golden_ops  # noqa: E402
@@ -39,6 +41,13 @@ def _jobs(only):
         if not only or spec.name in only:
             yield (os.path.join(HERE, "models", f"{spec.name}.safetensors"),
                    lambda s=spec: golden_models.evaluate(s, REPO))
+    for case in golden_float64.cases():
+        if not only or case.name in only:
+            yield os.path.join(HERE, "float64", f"{case.name}.safetensors"), lambda c=case: golden_float64.evaluate_op(c)
+    for spec in golden_float64.TRAJECTORY_MODELS:
+        if not only or spec.name in only:
+            yield (os.path.join(HERE, "float64", f"{spec.name}.safetensors"),
+                   lambda s=spec: golden_float64.evaluate_model(s, REPO))
 
 
 def _check_adam_twin():
@@ -86,6 +95,7 @@ def main():
     _setup_torch()
     os.makedirs(os.path.join(HERE, "ops"), exist_ok=True)
     os.makedirs(os.path.join(HERE, "models"), exist_ok=True)
+    os.makedirs(os.path.join(HERE, "float64"), exist_ok=True)
 
     if args.precision:
         return _precision(set(args.only))

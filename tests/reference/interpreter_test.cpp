@@ -170,10 +170,10 @@ TEST_CASE("interpreter binds the batch dim of fill shapes and honours fp64 accum
   ParamStore none;
   std::map<std::string, Tensor> in{{"x", Tensor(ir::DType::f32, {1024, 1024})}};
   double exact = static_cast<double>(0.1f) * 1024 * 1024;
-  double f32_sum = run_reference(m, g, in, none)[0].f32()[0];
-  RefOptions fp64;
-  fp64.fp64_accumulate = true;
-  double f64_sum = run_reference(m, g, in, none, fp64)[0].f32()[0];
+  RefOptions plain;
+  plain.fp64_accumulate = false;
+  double f32_sum = run_reference(m, g, in, none, plain)[0].f32()[0];
+  double f64_sum = run_reference(m, g, in, none)[0].f32()[0];  // the default: double accumulators
   CHECK(std::abs(f64_sum - exact) <= exact * 1e-7);
   CHECK(std::abs(f32_sum - exact) > std::abs(f64_sum - exact));
 }

@@ -155,8 +155,8 @@ TEST_CASE("dnnc train --device cuda reports a non-finite resident loss as the st
           "[trainer][cli][resident][nan]") {
   dnnc::test::TempDir dir("cli_resident_nan");
   synth(dir);
-  // lr 1e20: step 2 of the first train call (4 steps) has loss inf and only fc2.weight is
-  // non-finite right after it (the later steps of the call spoil every param). lr 300: step 10,
+  // lr 1e20: step 3 of the first train call (4 steps) has loss nan and every param is non-finite
+  // right after it (step 4 of the call runs on). lr 325: step 10,
   // the partial batch of epoch 2 (after two epochs of train calls), is inf with every param
   // still finite.
   struct Case {
@@ -164,9 +164,10 @@ TEST_CASE("dnnc train --device cuda reports a non-finite resident loss as the st
     const char* error;
   };
   for (const Case& c : {Case{"1e20",
-                             "error: step 2 (epoch 1): loss is inf; non-finite after this step's update: "
-                             "fc2.weight\n"},
-                        Case{"300", "error: step 10 (epoch 2): loss is inf; every parameter is still finite\n"}}) {
+                             "error: step 3 (epoch 1): loss is nan; non-finite after this step's update: "
+                             "fc1.weight, fc1.bias, fc2.weight, fc2.bias, fc1.weight.momentum_buffer, "
+                             "fc1.bias.momentum_buffer, fc2.weight.momentum_buffer, fc2.bias.momentum_buffer\n"},
+                        Case{"325", "error: step 10 (epoch 2): loss is inf; every parameter is still finite\n"}}) {
     std::string lr = std::string(" --lr ") + c.lr;
     Result ref = run_dnnc(dir, "", train_args(dir, "ref", "--device reference" + lr));
     INFO(ref.out << ref.err);

@@ -71,6 +71,21 @@ TEST_CASE("max_steps stops after exactly that many steps and still evaluates", "
   CHECK(r.final_eval->total == 30);
 }
 
+TEST_CASE("each training step adds 1 to a batchnorm's num_batches_tracked; evaluation does not",
+          "[trainer][batchnorm]") {
+  ir::Module m = test::compile_for_training(test::kTinyBn);
+  Dataset train_set = synthetic_cifar10(40, 1), test_set = synthetic_cifar10(16, 2);
+  TrainOptions o = options_of(m);
+  o.max_steps = 7;  // 5 batches per epoch, the last one partial: both executables count
+  ParamStore params = reference::init_params(m, o.seed);
+  TrainResult r = train_fresh(m, train_set, &test_set, o, &params);
+  REQUIRE(r.losses.size() == 7);
+  REQUIRE(r.final_eval);
+  const Tensor& n = params.tensors.at("bn1.num_batches_tracked");
+  CHECK(n.dtype() == ir::DType::i64);
+  CHECK(n.i64()[0] == 7);
+}
+
 TEST_CASE("the last partial batch is trained with its own executable", "[trainer]") {
   ir::Module m = test::compile_for_training(test::kTinyMlp);
   Dataset train_set = synthetic_cifar10(100, 3), test_set = synthetic_cifar10(70, 4);

@@ -452,12 +452,13 @@ DNNC_STEP static int k3_softmax_xent(const float* __restrict__ v_logits, const i
     for (i64 c = 0; c < 10; ++c) {
       mx = (mx < v_logits[((b1 * 10) + c)] ? v_logits[((b1 * 10) + c)] : mx);
     }
-    float sum = 0x0p+0f;
+    double sum_exp = 0x0p+0;
     for (i64 c1 = 0; c1 < 10; ++c1) {
       float e = __builtin_expf((v_logits[((b1 * 10) + c1)] - mx));
       v_dlogits[((b1 * 10) + c1)] = e;
-      sum = (sum + e);
+      sum_exp = (sum_exp + ((double)e));
     }
+    float sum = ((float)sum_exp);
     i64 label = in_label[b1];
     i64 t = (9 < (label < 0 ? 0 : label) ? 9 : (label < 0 ? 0 : label));
     s_row_loss[b1] = ((__builtin_logf(sum) + mx) - v_logits[((b1 * 10) + t)]);
@@ -465,20 +466,20 @@ DNNC_STEP static int k3_softmax_xent(const float* __restrict__ v_logits, const i
       v_dlogits[((b1 * 10) + c2)] = (scale * ((v_dlogits[((b1 * 10) + c2)] / sum) - ((c2 == t) ? 0x1p+0f : 0x0p+0f)));
     }
   }
-  float total = 0x0p+0f;
+  double total = 0x0p+0;
   #pragma omp simd reduction(+:total)
   for (i64 b2 = 0; b2 < 128; ++b2) {
-    total = (total + s_row_loss[b2]);
+    total = (total + ((double)s_row_loss[b2]));
   }
   for (i64 c3 = 0; c3 < 10; ++c3) {
-    float acc = 0x0p+0f;
+    double acc = 0x0p+0;
     #pragma omp simd reduction(+:acc)
     for (i64 b3 = 0; b3 < 128; ++b3) {
-      acc = (acc + v_dlogits[((b3 * 10) + c3)]);
+      acc = (acc + ((double)v_dlogits[((b3 * 10) + c3)]));
     }
-    v_fc3_bias_grad[c3] = acc;
+    v_fc3_bias_grad[c3] = ((float)acc);
   }
-  v_loss[0] = (total / 0x1p+7f);
+  v_loss[0] = ((float)(total / 0x1p+7));
   return 0;
 }
 
@@ -496,18 +497,21 @@ DNNC_STEP static int g4_epilogue(i64 begin, i64 end, const float* __restrict__ v
 // C[128,256] = A · B, then g4_epilogue on each thread's rows, then the column sums of C
 DNNC_STEP static void g4_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c, const float* __restrict__ e0, float* __restrict__ col_sums) {
   const int t = 1;
-  float* part = t > 1 ? (float*)__builtin_malloc(sizeof(float) * (t - 1) * 256) : 0;
+  double* part = (double*)__builtin_malloc(sizeof(double) * t * 256);
   for (int i = 0; i < t; ++i) {
     const i64 r0 = 128 * i / t, r1 = 128 * (i + 1) / t;
     dnnc_sgemm(false, false, r1 - r0, 256, 10, 0x1p+0f, a + r0 * 10, 10, b, 256, 0x0p+0f, c + r0 * 256, 256);
     g4_epilogue(r0 * 256, r1 * 256, e0, c);
-    float* sum = i == 0 ? col_sums : part + (i - 1) * 256;
-    for (i64 j = 0; j < 256; ++j) sum[j] = 0x0p+0f;
+    double* sum = part + i * 256;
+    for (i64 j = 0; j < 256; ++j) sum[j] = 0.0;
     for (i64 r = r0; r < r1; ++r)
-      for (i64 j = 0; j < 256; ++j) sum[j] += c[r * 256 + j];
+      for (i64 j = 0; j < 256; ++j) sum[j] += (double)c[r * 256 + j];
   }
-  for (int i = 1; i < t; ++i)
-    for (i64 j = 0; j < 256; ++j) col_sums[j] += part[(i - 1) * 256 + j];
+  for (i64 j = 0; j < 256; ++j) {
+    double s = part[j];
+    for (int i = 1; i < t; ++i) s += part[i * 256 + j];
+    col_sums[j] = (float)s;
+  }
   __builtin_free(part);
 }
 
@@ -525,19 +529,22 @@ DNNC_STEP static int g5_epilogue(i64 begin, i64 end, const float* __restrict__ v
 // C[128,512] = A · B, then g5_epilogue on each thread's rows, then the column sums of C
 DNNC_STEP static void g5_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c, const float* __restrict__ e0, float* __restrict__ col_sums) {
   const int t = dnnc_threads;
-  float* part = t > 1 ? (float*)__builtin_malloc(sizeof(float) * (t - 1) * 512) : 0;
+  double* part = (double*)__builtin_malloc(sizeof(double) * t * 512);
 #pragma omp parallel for num_threads(t) schedule(static)
   for (int i = 0; i < t; ++i) {
     const i64 r0 = 128 * i / t, r1 = 128 * (i + 1) / t;
     dnnc_sgemm(false, false, r1 - r0, 512, 256, 0x1p+0f, a + r0 * 256, 256, b, 512, 0x0p+0f, c + r0 * 512, 512);
     g5_epilogue(r0 * 512, r1 * 512, e0, c);
-    float* sum = i == 0 ? col_sums : part + (i - 1) * 512;
-    for (i64 j = 0; j < 512; ++j) sum[j] = 0x0p+0f;
+    double* sum = part + i * 512;
+    for (i64 j = 0; j < 512; ++j) sum[j] = 0.0;
     for (i64 r = r0; r < r1; ++r)
-      for (i64 j = 0; j < 512; ++j) sum[j] += c[r * 512 + j];
+      for (i64 j = 0; j < 512; ++j) sum[j] += (double)c[r * 512 + j];
   }
-  for (int i = 1; i < t; ++i)
-    for (i64 j = 0; j < 512; ++j) col_sums[j] += part[(i - 1) * 512 + j];
+  for (i64 j = 0; j < 512; ++j) {
+    double s = part[j];
+    for (int i = 1; i < t; ++i) s += part[i * 512 + j];
+    col_sums[j] = (float)s;
+  }
   __builtin_free(part);
 }
 

@@ -181,12 +181,13 @@ extern "C" __global__ void k2_softmax_xent(const float* __restrict__ v_logits, c
     for (i64 c = 0; c < 10; ++c) {
       mx = (mx < v_logits[((b1 * 10) + c)] ? v_logits[((b1 * 10) + c)] : mx);
     }
-    float sum = 0x0p+0f;
+    double sum_exp = 0x0p+0;
     for (i64 c1 = 0; c1 < 10; ++c1) {
       float e = expf((v_logits[((b1 * 10) + c1)] - mx));
       v_dlogits[((b1 * 10) + c1)] = e;
-      sum = (sum + e);
+      sum_exp = (sum_exp + ((double)e));
     }
+    float sum = ((float)sum_exp);
     i64 label = in_label[b1];
     i64 t = (9 < (label < 0 ? 0 : label) ? 9 : (label < 0 ? 0 : label));
     s_row_loss[b1] = ((logf(sum) + mx) - v_logits[((b1 * 10) + t)]);
@@ -195,24 +196,24 @@ extern "C" __global__ void k2_softmax_xent(const float* __restrict__ v_logits, c
     }
   }
   __syncthreads();
-  float total = 0x0p+0f;
+  double total = 0x0p+0;
   {  // total = add over the block
-    float dnnc_part1 = 0.0f;
+    double dnnc_part1 = 0.0;
     for (i64 b2 = 0 + (i64)threadIdx.x; b2 < 4; b2 += (i64)blockDim.x) {
-      dnnc_part1 = (dnnc_part1 + s_row_loss[b2]);
+      dnnc_part1 = (dnnc_part1 + ((double)s_row_loss[b2]));
     }
     dnnc_part1 = dnnc_block_allreduce(dnnc_part1, dnnc_op_add(), dnnc_smem);
     total = (total + dnnc_part1);
   }
   for (i64 c3 = 0 + (i64)threadIdx.x; c3 < 10; c3 += (i64)blockDim.x) {
-    float acc = 0x0p+0f;
+    double acc = 0x0p+0;
     for (i64 b3 = 0; b3 < 4; ++b3) {
-      acc = (acc + v_dlogits[((b3 * 10) + c3)]);
+      acc = (acc + ((double)v_dlogits[((b3 * 10) + c3)]));
     }
-    v_fc_bias_grad[c3] = acc;
+    v_fc_bias_grad[c3] = ((float)acc);
   }
   __syncthreads();
-  if ((i64)threadIdx.x == 0) v_loss[0] = (total / 0x1p+2f);
+  if ((i64)threadIdx.x == 0) v_loss[0] = ((float)(total / 0x1p+2));
 }
 
 // %d1 = maxpool2d_backward(%dh, %1) {kernel=[2,2], padding=[0,0], stride=[]}
@@ -267,16 +268,16 @@ extern "C" __global__ void k5_reduce_sum(const float* __restrict__ v_d0, float* 
   const i64 dnnc_nthreads = (i64)gridDim.x * blockDim.x;
   const int dnnc_lane = threadIdx.x & 31;
   for (i64 p = 0 + (dnnc_tid >> 5); p < 64; p += (dnnc_nthreads >> 5)) {
-    float acc = 0x0p+0f;
+    double acc = 0x0p+0;
     {  // acc = add over the warp
-      float dnnc_part0 = 0.0f;
+      double dnnc_part0 = 0.0;
       for (i64 r = 0 + dnnc_lane; r < 900; r += 32) {
-        dnnc_part0 = (dnnc_part0 + v_d0[((p * 900) + r)]);
+        dnnc_part0 = (dnnc_part0 + ((double)v_d0[((p * 900) + r)]));
       }
       dnnc_part0 = dnnc_warp_allreduce(dnnc_part0, dnnc_op_add());
       acc = (acc + dnnc_part0);
     }
-    if (dnnc_lane == 0) s_sum_part[p] = acc;
+    if (dnnc_lane == 0) s_sum_part[p] = ((float)acc);
   }
 }
 
@@ -289,16 +290,16 @@ extern "C" __global__ void k6_reduce_sum(const float* __restrict__ s_sum_part, f
   const i64 dnnc_nthreads = (i64)gridDim.x * blockDim.x;
   const int dnnc_lane = threadIdx.x & 31;
   for (i64 k = 0 + (dnnc_tid >> 5); k < 16; k += (dnnc_nthreads >> 5)) {
-    float acc = 0x0p+0f;
+    double acc = 0x0p+0;
     {  // acc = add over the warp
-      float dnnc_part0 = 0.0f;
+      double dnnc_part0 = 0.0;
       for (i64 r = 0 + dnnc_lane; r < 4; r += 32) {
-        dnnc_part0 = (dnnc_part0 + s_sum_part[((r * 16) + k)]);
+        dnnc_part0 = (dnnc_part0 + ((double)s_sum_part[((r * 16) + k)]));
       }
       dnnc_part0 = dnnc_warp_allreduce(dnnc_part0, dnnc_op_add());
       acc = (acc + dnnc_part0);
     }
-    if (dnnc_lane == 0) v_conv1_bias_grad[k] = acc;
+    if (dnnc_lane == 0) v_conv1_bias_grad[k] = ((float)acc);
   }
 }
 

@@ -108,12 +108,13 @@ extern "C" __global__ void k3_softmax_xent(const float* __restrict__ v_logits, c
     for (i64 c = 0; c < 10; ++c) {
       mx = (mx < v_logits[((b1 * 10) + c)] ? v_logits[((b1 * 10) + c)] : mx);
     }
-    float sum = 0x0p+0f;
+    double sum_exp = 0x0p+0;
     for (i64 c1 = 0; c1 < 10; ++c1) {
       float e = expf((v_logits[((b1 * 10) + c1)] - mx));
       v_dlogits[((b1 * 10) + c1)] = e;
-      sum = (sum + e);
+      sum_exp = (sum_exp + ((double)e));
     }
+    float sum = ((float)sum_exp);
     i64 label = in_label[b1];
     i64 t = (9 < (label < 0 ? 0 : label) ? 9 : (label < 0 ? 0 : label));
     s_row_loss[b1] = ((logf(sum) + mx) - v_logits[((b1 * 10) + t)]);
@@ -122,24 +123,24 @@ extern "C" __global__ void k3_softmax_xent(const float* __restrict__ v_logits, c
     }
   }
   __syncthreads();
-  float total = 0x0p+0f;
+  double total = 0x0p+0;
   {  // total = add over the block
-    float dnnc_part1 = 0.0f;
+    double dnnc_part1 = 0.0;
     for (i64 b2 = 0 + (i64)threadIdx.x; b2 < 128; b2 += (i64)blockDim.x) {
-      dnnc_part1 = (dnnc_part1 + s_row_loss[b2]);
+      dnnc_part1 = (dnnc_part1 + ((double)s_row_loss[b2]));
     }
     dnnc_part1 = dnnc_block_allreduce(dnnc_part1, dnnc_op_add(), dnnc_smem);
     total = (total + dnnc_part1);
   }
   for (i64 c3 = 0 + (i64)threadIdx.x; c3 < 10; c3 += (i64)blockDim.x) {
-    float acc = 0x0p+0f;
+    double acc = 0x0p+0;
     for (i64 b3 = 0; b3 < 128; ++b3) {
-      acc = (acc + v_dlogits[((b3 * 10) + c3)]);
+      acc = (acc + ((double)v_dlogits[((b3 * 10) + c3)]));
     }
-    v_fc3_bias_grad[c3] = acc;
+    v_fc3_bias_grad[c3] = ((float)acc);
   }
   __syncthreads();
-  if ((i64)threadIdx.x == 0) v_loss[0] = (total / 0x1p+7f);
+  if ((i64)threadIdx.x == 0) v_loss[0] = ((float)(total / 0x1p+7));
 }
 
 // %dh2 = matmul(%dlogits, @fc3.weight) {transpose_a=false, transpose_b=false}
@@ -162,9 +163,9 @@ extern "C" __global__ void g4_col_sums(const float* __restrict__ c, float* __res
   if (*(volatile int*)dnnc_err) return;
   const i64 j = (i64)blockIdx.x * blockDim.x + threadIdx.x;
   if (j >= 256) return;
-  float s = 0.0f;
-  for (i64 r = 0; r < 128; ++r) s += c[r * 256 + j];
-  sums[j] = s;
+  double s = 0.0;
+  for (i64 r = 0; r < 128; ++r) s += (double)c[r * 256 + j];
+  sums[j] = (float)s;
 }
 
 // %dh1 = matmul(%d2, @fc2.weight) {transpose_a=false, transpose_b=false}
@@ -187,9 +188,9 @@ extern "C" __global__ void g6_col_sums(const float* __restrict__ c, float* __res
   if (*(volatile int*)dnnc_err) return;
   const i64 j = (i64)blockIdx.x * blockDim.x + threadIdx.x;
   if (j >= 512) return;
-  float s = 0.0f;
-  for (i64 r = 0; r < 128; ++r) s += c[r * 512 + j];
-  sums[j] = s;
+  double s = 0.0;
+  for (i64 r = 0; r < 128; ++r) s += (double)c[r * 512 + j];
+  sums[j] = (float)s;
 }
 
 // %step = add_scalar(@dnnc.step) {value=1.0}
