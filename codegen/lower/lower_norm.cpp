@@ -172,18 +172,20 @@ void lower_layernorm(LowerCtx& ctx, const ir::Node& n, const ir::Attrs& a) {
   int mean_out = d.write(ctx.define(n.outputs[1]));
   int invstd_out = d.write(ctx.define(n.outputs[2]));
   KernelBuilder& kb = d.kb;
-  Expr count = f32c(static_cast<double>(dim));
+  // Row sums in double, rounded once (docs/ops.md, "Accuracy of sums").
+  Expr count = f64c(static_cast<double>(dim));
   kb.loop("r", rows, ctx.parallel(rows * dim) && rows > 1, [&](Expr r) {
     Expr base = kb.let("base", r * i64c(dim));
-    Expr sum = kb.let("sum", f32c(0));
-    kb.loop("j", dim, false, [&](Expr j) { kb.assign(sum, sum + kb.load(x, base + j)); });
-    Expr mean = kb.let("mean", sum / count);
-    Expr var = kb.let("var", f32c(0));
+    Expr sum = kb.let("sum", f64c(0));
+    kb.loop("j", dim, false, [&](Expr j) { kb.assign(sum, sum + cast(ScalarType::f64, kb.load(x, base + j))); });
+    Expr mean = kb.let("mean", cast(ScalarType::f32, sum / count));
+    Expr var = kb.let("var", f64c(0));
     kb.loop("j", dim, false, [&](Expr j) {
-      Expr dev = kb.let("dev", kb.load(x, base + j) - mean);
+      Expr dev = kb.let("dev", cast(ScalarType::f64, kb.load(x, base + j) - mean));
       kb.assign(var, var + dev * dev);
     });
-    Expr invstd = kb.let("invstd", f32c(1) / sqrt(var / count + f32c(ir::attr_float(a, "eps"))));
+    Expr invstd =
+        kb.let("invstd", cast(ScalarType::f32, f64c(1) / sqrt(var / count + f64c(ir::attr_float(a, "eps")))));
     kb.store(mean_out, r, mean);
     kb.store(invstd_out, r, invstd);
     kb.loop("j", dim, false, [&](Expr j) {
@@ -205,22 +207,22 @@ void lower_layernorm_backward(LowerCtx& ctx, const ir::Node& n, const ir::Attrs&
   int dw = d.write(ctx.define(n.outputs[1]));
   int db = d.write(ctx.define(n.outputs[2]));
   KernelBuilder& kb = d.kb;
-  Expr count = f32c(static_cast<double>(dim));
+  Expr count = f64c(static_cast<double>(dim));
   bool par = ctx.parallel(rows * dim);
   kb.loop("r", rows, par && rows > 1, [&](Expr r) {
     Expr base = kb.let("base", r * i64c(dim));
     Expr mu = kb.let("mu", kb.load(mean, r));
     Expr is = kb.let("is", kb.load(invstd, r));
-    Expr mean_g = kb.let("mean_g", f32c(0));
-    Expr mean_gx = kb.let("mean_gx", f32c(0));
+    Expr sum_g = kb.let("sum_g", f64c(0));
+    Expr sum_gx = kb.let("sum_gx", f64c(0));
     kb.loop("j", dim, false, [&](Expr j) {
       Expr xhat = kb.let("xhat", (kb.load(x, base + j) - mu) * is);
       Expr gv = kb.let("g", kb.load(dy, base + j) * kb.load(w, j));
-      kb.assign(mean_g, mean_g + gv);
-      kb.assign(mean_gx, mean_gx + gv * xhat);
+      kb.assign(sum_g, sum_g + cast(ScalarType::f64, gv));
+      kb.assign(sum_gx, sum_gx + cast(ScalarType::f64, gv * xhat));
     });
-    kb.assign(mean_g, mean_g / count);
-    kb.assign(mean_gx, mean_gx / count);
+    Expr mean_g = kb.let("mean_g", cast(ScalarType::f32, sum_g / count));
+    Expr mean_gx = kb.let("mean_gx", cast(ScalarType::f32, sum_gx / count));
     kb.loop("j", dim, false, [&](Expr j) {
       Expr xhat = (kb.load(x, base + j) - mu) * is;
       Expr gv = kb.load(dy, base + j) * kb.load(w, j);
@@ -229,16 +231,16 @@ void lower_layernorm_backward(LowerCtx& ctx, const ir::Node& n, const ir::Attrs&
   });
   // Parameter gradients: a second pass over columns, summing over rows in order.
   kb.loop("j", dim, par && dim > 1, [&](Expr j) {
-    Expr sw = kb.let("sw", f32c(0));
-    Expr sb = kb.let("sb", f32c(0));
+    Expr sw = kb.let("sw", f64c(0));
+    Expr sb = kb.let("sb", f64c(0));
     kb.loop("r", rows, false, [&](Expr r) {
       Expr gy = kb.let("gy", kb.load(dy, r * i64c(dim) + j));
       Expr xhat = (kb.load(x, r * i64c(dim) + j) - kb.load(mean, r)) * kb.load(invstd, r);
-      kb.assign(sw, sw + gy * xhat);
-      kb.assign(sb, sb + gy);
+      kb.assign(sw, sw + cast(ScalarType::f64, gy * xhat));
+      kb.assign(sb, sb + cast(ScalarType::f64, gy));
     });
-    kb.store(dw, j, sw);
-    kb.store(db, j, sb);
+    kb.store(dw, j, cast(ScalarType::f32, sw));
+    kb.store(db, j, cast(ScalarType::f32, sb));
   });
   ctx.emit(std::move(d));
 }

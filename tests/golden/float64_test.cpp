@@ -1,5 +1,5 @@
 // dnnc held to float64 (tests/golden/float64/*.safetensors, README.md "Float64 goldens"), on the
-// reference interpreter and the cpu backend:
+// reference interpreter, the cpu backend and the cuda backend's kernels in the emulator:
 // - every op case at a realistic size (long reductions: batchnorm statistics, conv/linear weight
 //   and bias gradients, 10^5-10^6-element sums, softmax over 10 and 1000 classes): each output and
 //   input gradient within 2x PyTorch fp32's own error against float64, plus kFloor;
@@ -16,12 +16,14 @@
 #include "golden_file.h"
 #include "ir/op_registry.h"
 #include "ir/verifier.h"
+#include "codegen/lower/lower.h"
 #include "passes/compile.h"
 #include "passes/grad_builder.h"
 #include "passes/grad_rules.h"
 #include "runtime/cpu/cpu_backend.h"
 #include "runtime/reference/interpreter.h"
 #include "runtime/trainer/checkpoint_io.h"
+#include "tests/cuda_emu/emu_program.h"
 
 namespace dnnc::golden {
 namespace {
@@ -86,15 +88,32 @@ double rel_error(const Tensor& got, const std::vector<double>& ref, int64_t stri
 
 std::vector<std::string> strings(const nlohmann::json& j) { return j.get<std::vector<std::string>>(); }
 
-std::unique_ptr<runtime::Backend> make_backend(const std::string& name) {
-  if (name == "reference") return runtime::make_reference_backend();
-  runtime::cpu::CpuOptions o;
-  o.jit.cache_dir = DNNC_TEST_CACHE_DIR;
-  o.poison_arena = true;
-  return std::make_unique<runtime::cpu::CpuBackend>(o);
+// One graph compiled for one backend: "reference", "cpu", or "emu" (the cuda backend's kernels
+// run by the emulator, tests/cuda_emu: its sums as printed for the GPU; its stand-in for
+// cuBLASLt's GEMMs accumulates in double, so it says nothing about cuBLASLt's own accuracy).
+using Runner = std::function<std::vector<Tensor>(const std::map<std::string, Tensor>&)>;
+
+Runner make_runner(const std::string& backend, const ir::Module& m, const std::string& graph,
+                   runtime::ParamStore& params, int64_t batch) {
+  if (backend == "emu") {
+    auto exe = std::make_shared<test::EmuProgram>(
+        codegen::lower_graph(m, *m.graph(graph), batch, codegen::cuda_lower_options()), DNNC_EMU_CACHE_DIR);
+    return [exe, &params](const std::map<std::string, Tensor>& in) { return exe->run(in, params); };
+  }
+  std::shared_ptr<runtime::Backend> b;
+  if (backend == "reference") {
+    b = runtime::make_reference_backend();
+  } else {
+    runtime::cpu::CpuOptions o;
+    o.jit.cache_dir = DNNC_TEST_CACHE_DIR;
+    o.poison_arena = true;
+    b = std::make_shared<runtime::cpu::CpuBackend>(o);
+  }
+  std::shared_ptr<runtime::Executable> exe = b->compile(m, graph, params, batch);
+  return [b, exe](const std::map<std::string, Tensor>& in) { return exe->run(in); };
 }
 
-const std::vector<std::string> kBackends = {"reference", "cpu"};
+const std::vector<std::string> kBackends = {"reference", "cpu", "emu"};
 
 // ---- op cases ---------------------------------------------------------------------------------
 
@@ -177,11 +196,11 @@ OpCase build_case(const std::string& path) {
 
 void check_op(const OpCase& c, const std::string& backend_name, const std::string& graph,
               const std::vector<std::string>& names, const std::string& prefix) {
-  auto backend = make_backend(backend_name);
   runtime::ParamStore no_params;
+  const ir::Graph& g = *c.module.graph(graph);
   std::map<std::string, Tensor> ins;
-  for (ir::ValueId v : c.module.graph(graph)->inputs) ins[c.module.graph(graph)->value(v).name] = c.inputs.at(c.module.graph(graph)->value(v).name);
-  std::vector<Tensor> outs = backend->compile(c.module, graph, no_params, c.batch)->run(ins);
+  for (ir::ValueId v : g.inputs) ins[g.value(v).name] = c.inputs.at(g.value(v).name);
+  std::vector<Tensor> outs = make_runner(backend_name, c.module, graph, no_params, c.batch)(ins);
   REQUIRE(outs.size() == names.size());
   nlohmann::json torch_err = c.file.meta_json("torch_error"), stride = c.file.meta_json("stride");
   for (size_t i = 0; i < names.size(); ++i) {
@@ -215,14 +234,13 @@ void run_trajectory(const std::string& path, const std::string& backend_name) {
     REQUIRE(store.find(k) != nullptr);
     store.tensors[k] = f.tensor("param." + k);
   }
-  auto backend = make_backend(backend_name);
   int64_t batch = std::stoll(f.meta("batch"));
-  auto exe = backend->compile(m, "train_step", store, batch);
+  Runner step = make_runner(backend_name, m, "train_step", store, batch);
   std::vector<double> loss64 = f64_of(f, "f64.loss");
   int steps = std::stoi(f.meta("steps"));
   REQUIRE(static_cast<int>(loss64.size()) == steps);
   for (int i = 0; i < steps; ++i) {
-    std::vector<Tensor> out = exe->run({{"image", f.tensor(fmt::format("batch.{}.x", i))},
+    std::vector<Tensor> out = step({{"image", f.tensor(fmt::format("batch.{}.x", i))},
                                         {"label", f.tensor(fmt::format("batch.{}.y", i))}});
     double l = out.at(0).f32()[0], err = std::abs(l - loss64[static_cast<size_t>(i)]) / std::abs(loss64[static_cast<size_t>(i)]);
     double torch = std::abs(f.tensor("fp32.loss").f32()[i] - loss64[static_cast<size_t>(i)]) / loss64[static_cast<size_t>(i)];
@@ -286,6 +304,9 @@ void run_trajectory(const std::string& path, const std::string& backend_name) {
       problem = fmt::format("golden file {} has kind '{}', expected float64_op or float64_model: regenerate with {}",
                             display_path(path), kind, kRegenerate);
     for (const std::string& b : kBackends) {
+      // The emulator runs the standalone cross_entropy kernel's sequential loop over 65,536 rows
+      // in minutes (training fuses it into softmax_xent, which the trajectory covers).
+      if (b == "emu" && name == "cross_entropy_10") continue;
       std::string test = fmt::format("float64 {} {} {}", kind == "float64_model" ? "model" : "op", name, b);
       if (!problem.empty())
         register_test(CATCH_INTERNAL_LINEINFO, test, "[golden][float64]", [problem] { FAIL(problem); });
