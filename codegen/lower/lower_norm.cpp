@@ -1,6 +1,6 @@
 // batchnorm2d (training), layernorm and their backward ops as KernelIR loops: one parallel
-// loop over channels (batchnorm) or rows (layernorm); batchnorm's channel sums blocked
-// (channel_sums), layernorm's in the reference's order.
+// loop over channels (batchnorm) or rows (layernorm); every sum accumulates in double and is
+// rounded once (docs/ops.md, "Accuracy of sums"), batchnorm's blocked by channel_sums.
 #include <fmt/format.h>
 
 #include "codegen/lower/lower_ctx.h"

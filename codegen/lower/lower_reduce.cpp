@@ -316,8 +316,8 @@ size_t lower_softmax_xent(LowerCtx& ctx, const std::vector<const ir::Node*>& nod
   }
   // Rows are independent: each computes its max, exp(x - max) into dlogits while summing, its
   // loss term (into scratch) and dlogits = scale * (e / sum - onehot), each exp computed once.
-  // The loss and the bias gradient are then summed over the rows in row order (the reference's
-  // order), so a GPU can spread the rows over threads.
+  // The loss and the bias gradient are then summed over the rows in row order, in double, so a
+  // GPU can spread the rows over threads.
   int row_loss = d.write(ctx.scratch("row_loss", B));
   kb.loop("b", B, false, [&](Expr b) {
     Expr base = b * i64c(C);

@@ -1,5 +1,6 @@
 // Buf<T>: the plain, owned, row-major array the reference kernels compute on, templated on
-// the element type so the same kernels run in float (the oracle) and double (gradient checks).
+// the element type: storage is float, sums accumulate in the accumulator type A (double by
+// default, RefOptions::fp64_accumulate; double everywhere for the gradient checks).
 #pragma once
 #include <cstddef>
 #include <cstdint>
