@@ -132,7 +132,7 @@ SafetensorsFile read_safetensors_file(const std::string& path) {
   json header;
   try {
     header = json::parse(text, on_key);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for a number too large for any type
     throw fail(fmt::format("header is not valid JSON: {}", e.what()));
   }
   if (max_depth > kMaxHeaderDepth)

@@ -155,6 +155,16 @@ TEST_CASE("read_safetensors rejects a header that is not a JSON object", "[safet
   CHECK_THAT(read_error(t.file("array")), Contains("array") && Contains("not an object"));
 }
 
+TEST_CASE("read_safetensors rejects a number too large for JSON's types as its own error", "[safetensors]") {
+  // Regression (fuzz, issue 23): nlohmann-json throws out_of_range.406, not parse_error, for a
+  // number that overflows while parsing; it escaped the reader as a bare library exception.
+  TempDir t;
+  write_bytes(t.file("overflow"),
+              raw_file(R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,1844674407370955E1612]}})", 4));
+  CHECK_THAT(read_error(t.file("overflow")),
+             Contains("overflow") && Contains("not valid JSON") && Contains("number overflow"));
+}
+
 TEST_CASE("read_safetensors rejects unsupported dtypes, naming tensor and dtype", "[safetensors]") {
   TempDir t;
   write_bytes(t.file("f16"), raw_file(R"({"half.w":{"dtype":"F16","shape":[2],"data_offsets":[0,4]}})", 4));
