@@ -224,3 +224,30 @@ TEST_CASE("DNNC_CUBLASLT_EPILOGUES and DNNC_CUBLASLT_ALGO reach the cuda plugin 
   CHECK(algo.code == 2);
   CHECK_THAT(algo.out, Catch::Contains("DNNC_CUBLASLT_ALGO is 'fastest'; expected heuristic or tune"));
 }
+
+// Usage errors exit 2 (docs/training.md), with a did-you-mean where a known name is close.
+TEST_CASE("usage slips exit 2 and suggest the command or option meant", "[cli][usage]") {
+  struct Case {
+    const char* args;
+    const char* message;
+  };
+  for (const Case& c : {
+           Case{"trian models/mnist_mlp.dnn", "unknown command 'trian'; did you mean 'train'? (commands: check, dump-ir"},
+           Case{"frobnicate", "unknown command 'frobnicate' (commands: "},
+           Case{"train models/mnist_mlp.dnn --epoch 2", "unknown option '--epoch' for dnnc train; did you mean '--epochs'?"},
+           Case{"data synth-cifar /tmp/dnnc_usage --trian 5",
+                "unknown option '--trian' for dnnc data synth-cifar; did you mean '--train'?"},
+           Case{"train models/mnist_mlp.dnn --device gpu", "--device: gpu not in {auto,cpu,cuda,reference}"},
+           Case{"", "A subcommand is required"},
+       }) {
+    Result r = run(c.args);
+    INFO(c.args << "\n" << r.out);
+    CHECK(r.code == 2);
+    CHECK_THAT(r.out, Catch::Contains(std::string("dnnc: error: ") + c.message));
+  }
+  Result help = run("check --help");
+  CHECK(help.code == 0);
+  Result version = run("--version");
+  CHECK(version.code == 0);
+  CHECK_THAT(version.out, Catch::Contains("dnnc 0.1.0"));
+}
