@@ -115,6 +115,9 @@ class ModelLowering {
     auto it = definitions_.find(e.name);
     if (it != definitions_.end())
       fail(e.loc, fmt::format("'{}' is used before its definition at {}", e.name, loc_text(it->second)));
+    if (e.name == "True" || e.name == "False")  // Python's spelling
+      fail(e.loc, fmt::format("unknown identifier '{}'; booleans are written {} in .dnn", e.name,
+                              e.name == "True" ? "true" : "false"));
     std::vector<std::string> names = scope_names();
     if (!batch_symbol_.empty()) names.push_back(batch_symbol_);
     fail(e.loc, fmt::format("unknown identifier '{}'{}", e.name, did_you_mean(e.name, names)));

@@ -270,6 +270,11 @@ class Parser {
     take();  // '('
     while (!is(TokenKind::rparen)) {
       e->args.push_back(parse_arg());
+      if (is(TokenKind::equals) && e->args.back().key.empty() && e->args.back().value &&
+          e->args.back().value->kind == ExprKind::ident)  // PyTorch's kernel=3
+        fail(cur().loc, fmt::format("expected ',' or ')', found '='; named arguments take ':' in .dnn: write "
+                                    "'{}: ...'",
+                                    e->args.back().value->name));
       if (!is(TokenKind::comma)) break;
       take();
     }
