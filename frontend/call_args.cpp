@@ -1,6 +1,7 @@
 // Argument binding with arity / keyword diagnostics.
 #include "frontend/call_args.h"
 
+#include <algorithm>
 #include <fmt/format.h>
 
 #include "frontend/const_eval.h"
@@ -45,6 +46,12 @@ Bound bind_args(const ast::Expr& call, const Signature& sig, const std::string& 
     while (idx < sig.params.size() && sig.params[idx] != a.key) ++idx;
     if (idx == sig.params.size()) {
       std::string hint = did_you_mean(a.key, sig.params);
+      // PyTorch's names for dnnc's arguments (nn.Conv2d's kernel_size, softmax's dim).
+      static const std::vector<std::pair<std::string, std::string>> torch_names = {
+          {"kernel_size", "kernel"}, {"dim", "axis"}};
+      for (const auto& [torch, ours] : torch_names)
+        if (hint.empty() && a.key == torch && std::find(sig.params.begin(), sig.params.end(), ours) != sig.params.end())
+          hint = fmt::format("; did you mean '{}'? (PyTorch's '{}' is '{}' in .dnn)", ours, torch, ours);
       if (hint.empty()) hint = fmt::format("; expected one of {}", param_list(sig));
       fail(a.key_loc, fmt::format("{} has no argument '{}'{}", sig.callee, a.key, hint));
     }
