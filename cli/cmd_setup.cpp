@@ -44,7 +44,7 @@ ir::Module compile_model(const std::string& path, const RecipeOverrides& o, cons
 std::string describe_recipe(const ir::Module& m) {
   const ir::OptimizerConfig& opt = m.train.optimizer;
   std::string s = opt.kind;
-  for (const char* key : {"lr", "momentum", "dampening", "weight_decay", "nesterov", "eps"}) {
+  for (const char* key : {"lr", "momentum", "dampening", "weight_decay", "nesterov", "beta1", "beta2", "eps"}) {
     auto it = opt.attrs.find(key);
     if (it == opt.attrs.end()) continue;
     const auto* d = std::get_if<double>(&it->second);
@@ -52,7 +52,8 @@ std::string describe_recipe(const ir::Module& m) {
     if ((d && *d == 0 && std::string(key) != "lr") || (b && !*b)) continue;  // defaults that do nothing
     s += fmt::format(" {} {}", key, ir::attr_to_string(it->second));
   }
-  return fmt::format("{}, batch {}, {} epochs, seed {}", s, m.train.batch, m.train.epochs, m.train.seed);
+  return fmt::format("{}, batch {}, {} epoch{}, seed {}", s, m.train.batch, m.train.epochs,
+                     m.train.epochs == 1 ? "" : "s", m.train.seed);
 }
 
 int64_t parameter_count(const ir::Module& m) {

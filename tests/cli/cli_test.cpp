@@ -251,3 +251,11 @@ TEST_CASE("usage slips exit 2 and suggest the command or option meant", "[cli][u
   CHECK(version.code == 0);
   CHECK_THAT(version.out, Catch::Contains("dnnc 0.1.0"));
 }
+
+TEST_CASE("the recipe line names Adam's betas and counts epochs in the singular", "[cli][usage]") {
+  Result r = run(std::string("train models/mnist_mlp_adam.dnn --data ") + kMissing + " --epochs 1");
+  INFO(r.out);
+  CHECK_THAT(r.out, Catch::Contains("recipe: adam lr 0.001 beta1 0.9 beta2 0.999 eps 1e-08, batch 128, 1 epoch, seed 1\n"));
+  Result two = run(train_args("--epochs 2"));
+  CHECK_THAT(two.out, Catch::Contains(", 2 epochs, seed "));
+}
