@@ -3,6 +3,11 @@
 
 #include <fmt/format.h>
 
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <stdexcept>
 
@@ -39,6 +44,28 @@ ir::Module compile_model(const std::string& path, const RecipeOverrides& o, cons
   }
   passes::compile(m, {.target = &passes::find_target(target), .layout = passes::parse_layout_choice(layout)});
   return m;
+}
+
+void prepare_output_file(const std::string& path, const std::string& flag) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::is_directory(path, ec))
+    throw std::invalid_argument(fmt::format("{} {}: is a folder; give a file in it, e.g. {}", flag, path,
+                                            (fs::path(path) / "model.safetensors").string()));
+  fs::path parent = fs::path(path).parent_path();
+  if (parent.empty()) parent = ".";
+  if (fs::exists(parent, ec) && !fs::is_directory(parent, ec))
+    throw std::invalid_argument(fmt::format("{} {}: {} is not a folder", flag, path, parent.string()));
+  if (!fs::exists(parent, ec)) {
+    fs::create_directories(parent, ec);
+    if (ec)
+      throw std::invalid_argument(
+          fmt::format("{} {}: cannot create the folder {}: {}", flag, path, parent.string(), ec.message()));
+    std::cout << fmt::format("created folder {} for {}\n", parent.string(), flag);
+  }
+  if (::access(parent.c_str(), W_OK) != 0)
+    throw std::invalid_argument(
+        fmt::format("{} {}: cannot write to the folder {}: {}", flag, path, parent.string(), std::strerror(errno)));
 }
 
 std::string describe_recipe(const ir::Module& m) {

@@ -38,6 +38,11 @@ std::string target_of(const runtime::Backend& backend);
 /// One line describing the recipe: "sgd lr 0.001 momentum 0.9, batch 128, 5 epochs, seed 1".
 std::string describe_recipe(const ir::Module& m);
 
+/// Makes output file `path` (given with option `flag`) writable before any work is done: creates
+/// its missing parent folders; throws std::invalid_argument naming the flag and the path if it
+/// is a folder, its parent is not a folder, or the folder cannot be created or written to.
+void prepare_output_file(const std::string& path, const std::string& flag);
+
 /// Number of elements in the module's weights and buffers.
 int64_t parameter_count(const ir::Module& m);
 

@@ -36,6 +36,11 @@ int run_train(const TrainCliOptions& o) {
   if (!o.init.empty() && !o.resume.empty())
     throw std::invalid_argument("--init and --resume exclude each other (--resume restores the weights too)");
   check_device_options(o.device);
+  // Output paths before any work, so a typo does not cost a training run.
+  if (!o.save.empty()) prepare_output_file(o.save, "--save");
+  if (!o.log.empty()) prepare_output_file(o.log, "--log");
+  if (!o.resume.empty() && o.save.empty())
+    std::cout << fmt::format("warning: --resume {} without --save: the continued run will not be saved\n", o.resume);
   // The device first: the passes compile for its target (select-layout's cost model).
   std::ostringstream device_line;
   std::unique_ptr<runtime::Backend> backend = choose_device(o.device, device_line);

@@ -3,6 +3,9 @@
 
 #include <fmt/format.h>
 
+#include <cerrno>
+#include <cstring>
+
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
@@ -10,7 +13,8 @@ namespace dnnc::runtime {
 
 JsonlLog::JsonlLog(const std::string& path, int64_t every, bool append)
     : path_(path), out_(path, append ? std::ios::app : std::ios::trunc), every_(std::max<int64_t>(1, every)) {
-  if (!out_) throw std::runtime_error(fmt::format("{}: cannot open the log file for writing", path));
+  if (!out_)
+    throw std::runtime_error(fmt::format("{}: cannot open the log file for writing: {}", path, std::strerror(errno)));
 }
 
 void JsonlLog::write(const std::string& line) {

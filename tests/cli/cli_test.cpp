@@ -1,6 +1,7 @@
 // The `dnnc` command line: compile --stats, --dump-ir-after, --target, and their errors;
 // --tf32 of train, eval and infer (with a GPU-free stand-in for the cuda plugin).
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
 #include <catch2/catch.hpp>
@@ -258,4 +259,30 @@ TEST_CASE("the recipe line names Adam's betas and counts epochs in the singular"
   CHECK_THAT(r.out, Catch::Contains("recipe: adam lr 0.001 beta1 0.9 beta2 0.999 eps 1e-08, batch 128, 1 epoch, seed 1\n"));
   Result two = run(train_args("--epochs 2"));
   CHECK_THAT(two.out, Catch::Contains(", 2 epochs, seed "));
+}
+
+// Output paths are checked (and missing folders made) before the model is even compiled, so a
+// slip in --save or --log costs no training run.
+TEST_CASE("train checks --save and --log before any work: folders made, a folder or a file as parent refused",
+          "[cli][usage]") {
+  std::string dir = "/tmp/dnnc_cli_outputs_" + std::to_string(::getpid());
+  REQUIRE(std::system(("rm -rf " + dir + " && mkdir -p " + dir + " && touch " + dir + "/plain").c_str()) == 0);
+  // Data that does not exist: the run fails at loading, after the output checks.
+  Result made = run(train_args("--save " + dir + "/run/a.safetensors --log " + dir + "/logs/x.jsonl"));
+  INFO(made.out);
+  CHECK_THAT(made.out, Catch::Contains("created folder " + dir + "/run for --save") &&
+                           Catch::Contains("created folder " + dir + "/logs for --log"));
+  CHECK(std::system(("test -d " + dir + "/run && test -d " + dir + "/logs").c_str()) == 0);
+  Result folder = run(train_args("--save " + dir + "/run"));
+  CHECK(folder.code == 2);
+  CHECK_THAT(folder.out, Catch::Contains("dnnc: error: --save " + dir + "/run: is a folder; give a file in it, e.g. " +
+                                         dir + "/run/model.safetensors") &&
+                             !Catch::Contains("model MnistMLP"));
+  Result file_parent = run(train_args("--log " + dir + "/plain/x.jsonl"));
+  CHECK(file_parent.code == 2);
+  CHECK_THAT(file_parent.out, Catch::Contains("--log " + dir + "/plain/x.jsonl: " + dir + "/plain is not a folder"));
+  Result resume = run(train_args("--resume " + dir + "/missing.safetensors"));
+  CHECK_THAT(resume.out, Catch::Contains("warning: --resume " + dir +
+                                         "/missing.safetensors without --save: the continued run will not be saved"));
+  std::system(("rm -rf " + dir).c_str());
 }
