@@ -49,6 +49,10 @@ int run_train(const TrainCliOptions& o) {
   double compile_s = since(t0);
   if (!m.train.present)
     throw std::invalid_argument(fmt::format("{}: model {} has no train block; add one (docs/dsl.md)", o.file, m.name));
+  if (m.train.epochs < 1)
+    throw std::invalid_argument(
+        fmt::format("{}: the train block of {} sets no epochs; add 'epochs = N' to it or pass --epochs N", o.file,
+                    m.name));
   std::cout << fmt::format("model {} ({}): {} parameters\n", m.name, o.file, parameter_count(m));
   std::cout << "recipe: " << describe_recipe(m) << "\n";
   std::cout << device_line.str();

@@ -45,11 +45,15 @@ class TrainLowering {
     ir::TrainConfig& tc = m_.train;
     tc.present = true;
     tc.loc = t_.loc;
-    for (const char* required : {"batch", "epochs", "optimizer"})
+    // batch and the optimizer shape the compiled training step; epochs only how long `dnnc
+    // train` runs, so it may come from --epochs instead (0 here: not set).
+    for (const char* required : {"batch", "optimizer"})
       if (!seen.count(required))
-        fail(t_.loc, fmt::format("train block is missing '{}'; it needs batch, epochs and optimizer", required));
+        fail(t_.loc, fmt::format("train block is missing '{}'; it needs batch and optimizer (and epochs, or "
+                                 "--epochs when training)",
+                                 required));
     tc.batch = int_at_least(*seen["batch"], 1);
-    tc.epochs = int_at_least(*seen["epochs"], 1);
+    tc.epochs = seen.count("epochs") ? int_at_least(*seen["epochs"], 1) : 0;
     tc.seed = seen.count("seed") ? int_at_least(*seen["seed"], 0) : 0;
     if (seen.count("data")) data(*seen["data"]->value);
     optimizer(*seen["optimizer"]->value);

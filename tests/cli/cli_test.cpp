@@ -286,3 +286,15 @@ TEST_CASE("train checks --save and --log before any work: folders made, a folder
                                          "/missing.safetensors without --save: the continued run will not be saved"));
   std::system(("rm -rf " + dir).c_str());
 }
+
+TEST_CASE("epochs may come from --epochs instead of the train block", "[cli][usage]") {
+  Result check = run("check tests/trainer/no_epochs.dnn");
+  INFO(check.out);
+  CHECK(check.code == 0);
+  Result none = run(std::string("train tests/trainer/no_epochs.dnn --data ") + kMissing);
+  CHECK(none.code == 2);
+  CHECK_THAT(none.out, Catch::Contains("dnnc: error: tests/trainer/no_epochs.dnn: the train block of Net sets no "
+                                       "epochs; add 'epochs = N' to it or pass --epochs N"));
+  Result given = run(std::string("train tests/trainer/no_epochs.dnn --epochs 3 --data ") + kMissing);
+  CHECK_THAT(given.out, Catch::Contains(", 3 epochs, seed 0") && Catch::Contains("names no data set"));
+}
