@@ -184,9 +184,11 @@ void check_op(const OpCase& c, const std::string& backend_name, const RunnerFact
   }
 }
 
+}  // namespace
+
 // ---- the trajectory ---------------------------------------------------------------------------
 
-void run_trajectory(const std::string& path, const std::string& backend_name, const RunnerFactory& make) {
+void check_float64_trajectory(const std::string& path, const std::string& backend_name, const RunnerFactory& make) {
   GoldenFile f = load_golden(path);
   ir::Module m = frontend::compile_file(source_dir() + "/" + f.meta("model"));
   m.train.optimizer.kind = "sgd";
@@ -252,17 +254,11 @@ void run_trajectory(const std::string& path, const std::string& backend_name, co
   CHECK(worst_err <= kParamFactor * torch_max);
 }
 
-}  // namespace
-
 void check_float64_op(const std::string& path, const std::string& backend, const RunnerFactory& make) {
   OpCase c = build_case(path);
   ir::verify(c.module);
   check_op(c, backend, make, "forward", c.outputs, "out.");
   if (!c.grads.empty()) check_op(c, backend, make, "backward", c.grads, "grad.in.");
-}
-
-void check_float64_trajectory(const std::string& path, const std::string& backend, const RunnerFactory& make) {
-  run_trajectory(path, backend, make);
 }
 
 void register_float64_tests(const std::string& backend, const std::string& tags, RunnerFactory make,
