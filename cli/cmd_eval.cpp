@@ -22,19 +22,20 @@ struct EvalCliOptions {
   std::string file, init, data;
   DeviceOptions device;
   int64_t eval_batch = 500;
+  bool allow_other_model = false;
 };
 
 struct InferCliOptions {
   std::string file, init, images, labels;
   DeviceOptions device;
   int64_t index = 0, count = -1, batch = 500;
-  bool json = false;
+  bool json = false, allow_other_model = false;
 };
 
 // The model's params with the weights and buffers of the state_dict at `init`.
-runtime::ParamStore load_weights(const ir::Module& m, const std::string& init) {
+runtime::ParamStore load_weights(const ir::Module& m, const std::string& init, bool allow_other_model) {
   runtime::ParamStore params = runtime::reference::init_params(m, static_cast<uint64_t>(m.train.seed));
-  runtime::load_state_dict_file(m, init, params);
+  load_init_weights(m, init, allow_other_model, params);
   return params;
 }
 
@@ -43,7 +44,7 @@ int run_eval(const EvalCliOptions& o) {
   ir::Module m = compile_model(o.file, {}, o.device.layout, target_of(*backend));
   std::string dir = o.data.empty() ? default_data_dir(m) : o.data;
   runtime::Dataset test_set = load_split(m, dir, false);
-  runtime::ParamStore params = load_weights(m, o.init);
+  runtime::ParamStore params = load_weights(m, o.init, o.allow_other_model);
   runtime::ExecutableCache cache(*backend, m, params);
   runtime::BatchFeed feed =
       runtime::make_batch_feed(m, runtime::kInferGraph, test_set, m.train.data.mean, m.train.data.std);
@@ -95,7 +96,7 @@ int run_infer(const InferCliOptions& o) {
   std::vector<int64_t> idx(static_cast<size_t>(count));
   std::iota(idx.begin(), idx.end(), o.index);
 
-  runtime::ParamStore params = load_weights(m, o.init);
+  runtime::ParamStore params = load_weights(m, o.init, o.allow_other_model);
   runtime::ExecutableCache cache(*backend, m, params);
   runtime::BatchFeed feed = runtime::make_batch_feed(m, runtime::kInferGraph, ds, m.train.data.mean, m.train.data.std);
   runtime::Tensor pred = runtime::predict(cache, ds, feed, idx, o.batch);
@@ -128,6 +129,7 @@ void add_eval_command(CLI::App& app, Runner& run) {
   cmd->add_option("file", o->file, "model file (.dnn)")->required();
   cmd->add_option("--init", o->init, "state_dict to evaluate (.safetensors)")->required();
   cmd->add_option("--data", o->data, "data directory (default: data/mnist or data/cifar10, per the model)");
+  add_allow_other_model_flag(*cmd, o->allow_other_model);
   add_device_options(*cmd, o->device);
   cmd->add_option("--eval-batch", o->eval_batch, "batch size")->check(CLI::PositiveNumber);
   cmd->callback([&run, o] { run = [o] { return guarded([&] { return run_eval(*o); }); }; });
@@ -142,6 +144,7 @@ void add_infer_command(CLI::App& app, Runner& run) {
   cmd->add_option("--labels", o->labels, "IDX labels file, to print each image's true label");
   cmd->add_option("--index", o->index, "first image (0-based)")->check(CLI::NonNegativeNumber);
   cmd->add_option("--count", o->count, "number of images (default: all from --index)")->check(CLI::PositiveNumber);
+  add_allow_other_model_flag(*cmd, o->allow_other_model);
   add_device_options(*cmd, o->device);
   cmd->add_flag("--json", o->json, "one JSON object per image with full-precision probs and logits");
   cmd->callback([&run, o] { run = [o] { return guarded([&] { return run_infer(*o); }); }; });

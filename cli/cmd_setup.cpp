@@ -16,6 +16,7 @@
 #include "passes/compile.h"
 #include "runtime/data/cifar10.h"
 #include "runtime/data/mnist.h"
+#include "runtime/trainer/checkpoint_io.h"
 
 namespace dnnc::cli {
 
@@ -115,6 +116,20 @@ void add_device_options(CLI::App& cmd, DeviceOptions& o) {
                "cuda only: run GEMMs in TF32 (faster, about 1e-3 relative error); default exact fp32");
   cmd.add_option("--layout", o.layout, "activation layout: auto (the cost model), nchw or nhwc (forced)")
       ->check(CLI::IsMember({"auto", "nchw", "nhwc"}));
+}
+
+void warn(const std::string& text) { std::cerr << "dnnc: warning: " << text << "\n"; }
+
+void load_init_weights(const ir::Module& m, const std::string& path, bool allow_other_model,
+                       runtime::ParamStore& params) {
+  std::cout.flush();  // the warnings on std::cerr come after what was printed so far
+  for (const std::string& w : runtime::load_state_dict_file(m, path, params, {.allow_other_model = allow_other_model}))
+    warn(w);
+}
+
+void add_allow_other_model_flag(CLI::App& cmd, bool& flag) {
+  cmd.add_flag("--allow-other-model", flag,
+               "load --init even if it was saved from another model (its names and shapes must still match)");
 }
 
 void check_device_options(const DeviceOptions& o) {

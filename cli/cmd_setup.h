@@ -10,6 +10,7 @@
 #include "ir/graph.h"
 #include "runtime/backends.h"
 #include "runtime/data/dataset.h"
+#include "runtime/reference/interpreter.h"
 
 namespace CLI {
 class App;
@@ -42,6 +43,18 @@ std::string describe_recipe(const ir::Module& m);
 /// its missing parent folders; throws std::invalid_argument naming the flag and the path if it
 /// is a folder, its parent is not a folder, or the folder cannot be created or written to.
 void prepare_output_file(const std::string& path, const std::string& flag);
+
+/// Prints "dnnc: warning: <text>" on std::cerr (stdout stays the command's output).
+void warn(const std::string& text);
+
+/// Loads the state_dict at `path` (`--init`) into `params` (runtime::load_state_dict_file):
+/// refuses a checkpoint of another model unless `allow_other_model` (`--allow-other-model`),
+/// and prints its warnings with warn().
+void load_init_weights(const ir::Module& m, const std::string& path, bool allow_other_model,
+                       runtime::ParamStore& params);
+
+/// Adds `--allow-other-model` to `cmd`, stored in `flag`.
+void add_allow_other_model_flag(CLI::App& cmd, bool& flag);
 
 /// Number of elements in the module's weights and buffers.
 int64_t parameter_count(const ir::Module& m);

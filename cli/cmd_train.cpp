@@ -27,8 +27,10 @@ struct TrainCliOptions {
   DeviceOptions device;
   RecipeOverrides recipe;
   int64_t steps = 0, log_every = 10, eval_batch = 500, metrics_every = 50;
-  bool no_shuffle = false;
+  bool no_shuffle = false, allow_other_model = false;
 };
+
+std::string epochs_text(int64_t n) { return fmt::format("{} epoch{}", n, n == 1 ? "" : "s"); }
 
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
@@ -39,8 +41,10 @@ int run_train(const TrainCliOptions& o) {
   // Output paths before any work, so a typo does not cost a training run.
   if (!o.save.empty()) prepare_output_file(o.save, "--save");
   if (!o.log.empty()) prepare_output_file(o.log, "--log");
+  if (o.allow_other_model && o.init.empty())
+    throw std::invalid_argument("--allow-other-model applies to --init only; give --init FILE");
   if (!o.resume.empty() && o.save.empty())
-    std::cout << fmt::format("warning: --resume {} without --save: the continued run will not be saved\n", o.resume);
+    warn(fmt::format("--resume {} without --save: the continued run will not be saved", o.resume));
   // The device first: the passes compile for its target (select-layout's cost model).
   std::ostringstream device_line;
   std::unique_ptr<runtime::Backend> backend = choose_device(o.device, device_line);
@@ -81,13 +85,20 @@ int run_train(const TrainCliOptions& o) {
   runtime::ParamStore params = runtime::reference::init_params(m, topt.seed);
   runtime::TrainPosition start;
   if (!o.init.empty()) {
-    runtime::load_state_dict_file(m, o.init, params);
+    load_init_weights(m, o.init, o.allow_other_model, params);
     std::cout << fmt::format("init: weights from {}\n", o.init);
   }
   if (!o.resume.empty()) {
     start = runtime::load_checkpoint(o.resume, m, {topt.batch, topt.seed, topt.shuffle}, params);
-    std::cout << fmt::format("resume: from {} at epoch {}, batch {} (step {})\n", o.resume, start.epoch + 1,
-                             start.batch, start.step);
+    if (start.epoch >= topt.epochs)
+      throw std::runtime_error(fmt::format(
+          "{}: this run is finished: it trained {} of {} ({} steps); to train on, pass --epochs N with N > {}",
+          o.resume, epochs_text(start.epoch), topt.epochs, start.step, start.epoch));
+    if (start.batch == 0 && start.epoch > 0)
+      std::cout << fmt::format("resume: from {} after epoch {} (step {})\n", o.resume, start.epoch, start.step);
+    else
+      std::cout << fmt::format("resume: from {} at epoch {}, batch {} (step {})\n", o.resume, start.epoch + 1,
+                               start.batch, start.step);
   }
 
   runtime::ProgressPrinter progress(std::cout, isatty(fileno(stdout)) != 0);
@@ -133,6 +144,7 @@ void add_train_command(CLI::App& app, Runner& run) {
   cmd->add_option("--steps", o->steps, "stop after this many train steps (0: run all epochs)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--init", o->init, "start from this state_dict (.safetensors, PyTorch names and shapes)");
+  add_allow_other_model_flag(*cmd, o->allow_other_model);
   cmd->add_option("--save", o->save, "write the state_dict here (and FILE.train.safetensors for --resume)");
   cmd->add_option("--resume", o->resume, "continue the run saved with --save FILE");
   cmd->add_option("--log", o->log, "write metrics as JSON lines to this file (appended to on --resume)");

@@ -710,8 +710,14 @@ __attribute__((visibility("default"))) bool dnnc_cuda_probe(std::string* why) {
   int count = 0;  // cudaGetDeviceCount leaves it unwritten on failure
   cudaError_t e = cudaGetDeviceCount(&count);
   if (e != cudaSuccess) {
-    *why = "cudaGetDeviceCount failed: " + dnnc::runtime::cuda::cuda_error_text(e);
-    if (e == cudaErrorInsufficientDriver) *why += " (no usable NVIDIA driver)";
+    // The two common cases in a few words (the device line shows it on every command of a
+    // machine without a GPU); anything else in full.
+    if (e == cudaErrorInsufficientDriver)
+      *why = "no usable NVIDIA driver (cudaErrorInsufficientDriver)";
+    else if (e == cudaErrorNoDevice)
+      *why = "no CUDA device found";
+    else
+      *why = "cudaGetDeviceCount failed: " + dnnc::runtime::cuda::cuda_error_text(e);
     return false;
   }
   if (count < 1) {

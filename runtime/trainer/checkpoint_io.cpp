@@ -71,14 +71,71 @@ void check_and_load(const ir::Module& m, const NamedTensors& tensors, const std:
   for (const auto& [name, t] : tensors) params.tensors[name] = t;
 }
 
+// The model's input normalization as the DSL writes it: "mean (0.5) std (0.5)", "" for none.
+std::string normalization(const ir::Module& m) {
+  const ir::DataConfig& d = m.train.data;
+  if (d.mean.empty() && d.std.empty()) return "";
+  return fmt::format("mean ({}) std ({})", fmt::join(d.mean, ", "), fmt::join(d.std, ", "));
+}
+
 std::map<std::string, std::string> position_metadata(const ir::Module& m, const TrainPosition& pos, const char* kind) {
   return {{"format", kFormat},
           {"version", kVersion},
           {"kind", kind},
           {"model", m.name},
+          {"source", m.source_file},
+          {"normalize", normalization(m)},
           {"epoch", std::to_string(pos.epoch)},
           {"batch_in_epoch", std::to_string(pos.batch)},
           {"step", std::to_string(pos.step)}};
+}
+
+std::string meta_or(const SafetensorsFile& f, const std::string& key, const std::string& fallback = "") {
+  auto it = f.metadata.find(key);
+  return it == f.metadata.end() ? fallback : it->second;
+}
+
+// "MnistMLP (models/mnist_mlp.dnn)", or the name alone where the source is unknown.
+std::string model_label(const std::string& name, const std::string& source) {
+  return source.empty() ? name : fmt::format("{} ({})", name, source);
+}
+
+std::string shown(const std::string& normalize) { return normalize.empty() ? "none" : normalize; }
+
+// Checks the dnnc metadata of state_dict file `f` against `m`; returns warnings.
+std::vector<std::string> check_state_dict_metadata(const ir::Module& m, const SafetensorsFile& f,
+                                                   const std::string& path, const StateDictCheck& check) {
+  if (meta_or(f, "format") != kFormat) return {};  // not written by dnnc: names and shapes decide
+  if (meta_or(f, "kind") == "training_state") {
+    const std::string ext = ".train.safetensors";
+    std::string sd = path.ends_with(ext) ? path.substr(0, path.size() - ext.size()) + ".safetensors"
+                                         : "the state_dict file saved next to it";
+    throw std::runtime_error(fmt::format(
+        "{}: this is the training-state file that --save writes for --resume (weights and optimizer state); "
+        "give {} instead, or continue the run with dnnc train --resume",
+        path, sd));
+  }
+  std::vector<std::string> warnings;
+  const std::string saved_model = meta_or(f, "model"), saved_source = meta_or(f, "source");
+  const std::string saved_norm = meta_or(f, "normalize", normalization(m)), norm = normalization(m);
+  std::string norm_line;
+  if (saved_norm != norm)
+    norm_line = fmt::format("input normalization: the checkpoint's model used {}, this one uses {}", shown(saved_norm),
+                            shown(norm));
+  if (!saved_model.empty() && saved_model != m.name) {
+    std::string what = fmt::format("checkpoint of model {}, loaded into model {}",
+                                   model_label(saved_model, saved_source), model_label(m.name, m.source_file));
+    if (!check.allow_other_model) {
+      std::string msg = fmt::format("{}: saved from model {}, not {}", path, model_label(saved_model, saved_source),
+                                    model_label(m.name, m.source_file));
+      if (!norm_line.empty()) msg += "\n  differs: " + norm_line;
+      msg += "\n  evaluate it with the model that trained it, or pass --allow-other-model to load it anyway";
+      throw std::runtime_error(msg);
+    }
+    warnings.push_back(fmt::format("{}: {} (--allow-other-model)", path, what));
+  }
+  if (!norm_line.empty()) warnings.push_back(fmt::format("{}: {}", path, norm_line));
+  return warnings;
 }
 
 const std::string& meta(const SafetensorsFile& f, const std::string& path, const std::string& key) {
@@ -116,8 +173,12 @@ void load_state_dict(const ir::Module& m, const NamedTensors& tensors, const std
   check_and_load(m, tensors, source, in_state_dict, params);
 }
 
-void load_state_dict_file(const ir::Module& m, const std::string& path, ParamStore& params) {
-  load_state_dict(m, read_safetensors(path), path, params);
+std::vector<std::string> load_state_dict_file(const ir::Module& m, const std::string& path, ParamStore& params,
+                                              const StateDictCheck& check) {
+  SafetensorsFile f = read_safetensors_file(path);
+  std::vector<std::string> warnings = check_state_dict_metadata(m, f, path, check);
+  load_state_dict(m, f.tensors, path, params);
+  return warnings;
 }
 
 std::string training_state_path(const std::string& path) {

@@ -42,15 +42,28 @@ NamedTensors training_state(const ir::Module& m, const ParamStore& params);
 /// `params` is untouched on failure.
 void load_state_dict(const ir::Module& m, const NamedTensors& tensors, const std::string& source, ParamStore& params);
 
-/// Reads a safetensors state_dict from `path` and loads it as load_state_dict does. Throws
-/// std::runtime_error naming the file if it cannot be read or does not match the module.
-void load_state_dict_file(const ir::Module& m, const std::string& path, ParamStore& params);
+/// How load_state_dict_file treats a dnnc checkpoint saved from another model.
+struct StateDictCheck {
+  bool allow_other_model = false;  // --allow-other-model: load it if names and shapes match
+};
+
+/// Reads a safetensors state_dict from `path` and loads it as load_state_dict does. A file that
+/// dnnc wrote records its model: one of another model (another name) is refused unless
+/// `check.allow_other_model`, with what differs (model name and source, input normalization);
+/// dnnc's training-state file is refused with the name of the state_dict file to give instead.
+/// A file without dnnc metadata (e.g. written by PyTorch) is checked by names and shapes only.
+/// Returns warnings for the caller to print (another model allowed; the same model name with
+/// another input normalization). Throws std::runtime_error naming the file if it cannot be
+/// read or does not match the module.
+std::vector<std::string> load_state_dict_file(const ir::Module& m, const std::string& path, ParamStore& params,
+                                              const StateDictCheck& check = {});
 
 /// The training-state file that goes with state_dict file `path`: `X.safetensors` ->
 /// `X.train.safetensors` (any other name gets `.train.safetensors` appended).
 std::string training_state_path(const std::string& path);
 
-/// Writes `path` (the state_dict; metadata: format, model, position) and
+/// Writes `path` (the state_dict; metadata: format, model, its source file and normalization,
+/// position) and
 /// training_state_path(path) (every param; metadata: position, run info, optimizer), each
 /// atomically. Throws std::runtime_error naming the file if one cannot be written.
 /// `hooks` (a test seam, see write_safetensors) apply to both files.

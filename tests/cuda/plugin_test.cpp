@@ -26,7 +26,8 @@ TEST_CASE("the cuda plugin loads; device selection falls back with the plugin's 
     CHECK(c.backend->name() == "cuda");
     return;
   }
-  CHECK((why.find("cudaGetDeviceCount failed: ") == 0 || why == "no CUDA device found"));
+  CHECK((why.find("cudaGetDeviceCount failed: ") == 0 || why == "no CUDA device found" ||
+         why == "no usable NVIDIA driver (cudaErrorInsufficientDriver)"));
   runtime::BackendChoice c = runtime::select_backend(registry, "auto");
   CHECK(c.backend->name() != "cuda");
   CHECK(c.message.find("cuda: " + why) != std::string::npos);
@@ -49,5 +50,5 @@ TEST_CASE("without a driver the probe names cudaErrorInsufficientDriver", "[cuda
   }
   test::use_build_tree_plugin();
   std::string why = runtime::cuda::cuda_backend_unavailable_reason();
-  CHECK(why.find("cudaGetDeviceCount failed: cudaErrorInsufficientDriver (35)") == 0);
+  CHECK(why == "no usable NVIDIA driver (cudaErrorInsufficientDriver)");
 }

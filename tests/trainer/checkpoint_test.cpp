@@ -152,7 +152,47 @@ TEST_CASE("a training-state file is not a state_dict, and --init says so", "[tra
   std::string path = dir.file("ck.safetensors");
   save_checkpoint(path, m, params, {}, {16, 7, true});
   CHECK_THROWS_WITH(load_state_dict_file(m, training_state_path(path), params),
-                    Catch::Contains("unexpected: ") && Catch::Contains("fc1.weight.momentum_buffer"));
+                    Catch::Contains("ck.train.safetensors: this is the training-state file") &&
+                        Catch::Contains("give " + path + " instead"));
+}
+
+TEST_CASE("a state_dict of another model is refused unless allowed, and says what differs", "[trainer][checkpoint]") {
+  ir::Module m = test::compile_for_training(test::kTinyMlp);
+  ParamStore params = reference::init_params(m, 1);
+  test::TempDir dir("other_model");
+  std::string path = dir.file("ck.safetensors");
+  save_checkpoint(path, m, params, {}, {16, 7, true});
+  SafetensorsFile saved = read_safetensors_file(path);
+  CHECK(saved.metadata.at("source") == test::kTinyMlp);
+  CHECK(saved.metadata.at("normalize") == "mean (0.5, 0.5, 0.5) std (0.5, 0.5, 0.5)");
+
+  ir::Module renamed = test::compile_for_training("tests/trainer/tiny_mlp_renamed.dnn");
+  ParamStore other = reference::init_params(renamed, 2);
+  ParamStore before = other;
+  CHECK_THROWS_WITH(load_state_dict_file(renamed, path, other),
+                    Catch::Contains("saved from model TinyMLP (tests/trainer/tiny_mlp.dnn), not TinyMLPRenamed") &&
+                        Catch::Contains("differs: input normalization") && Catch::Contains("--allow-other-model"));
+  for (const auto& [name, t] : before.tensors) CHECK(bit_equal(*other.find(name), t));  // untouched
+  std::vector<std::string> warnings = load_state_dict_file(renamed, path, other, {.allow_other_model = true});
+  REQUIRE(warnings.size() == 2);
+  CHECK_THAT(warnings[0], Catch::Contains("checkpoint of model TinyMLP") && Catch::EndsWith("(--allow-other-model)"));
+  CHECK_THAT(warnings[1], Catch::Contains("input normalization: the checkpoint's model used mean (0.5, 0.5, 0.5)"));
+  CHECK(bit_equal(*other.find("fc1.weight"), *params.find("fc1.weight")));
+
+  // The same model name with a changed normalization loads, with a warning.
+  ir::Module edited = test::compile_for_training(test::kTinyMlp);
+  edited.train.data.mean = {0.4, 0.4, 0.4};
+  ParamStore edited_params = reference::init_params(edited, 3);
+  warnings = load_state_dict_file(edited, path, edited_params);
+  REQUIRE(warnings.size() == 1);
+  CHECK_THAT(warnings[0], Catch::Contains("this one uses mean (0.4, 0.4, 0.4) std (0.5, 0.5, 0.5)"));
+
+  // Without dnnc's metadata (a PyTorch file) only names and shapes decide.
+  std::string plain = dir.file("torch.safetensors");
+  write_safetensors(plain, state_dict(m, params), {});
+  ParamStore from_torch = reference::init_params(renamed, 4);
+  CHECK(load_state_dict_file(renamed, plain, from_torch).empty());
+  CHECK(bit_equal(*from_torch.find("fc2.weight"), *params.find("fc2.weight")));
 }
 
 TEST_CASE("resume refuses a checkpoint of another batch size, seed or model", "[trainer][checkpoint]") {

@@ -133,3 +133,79 @@ TEST_CASE("dnnc train --init with a foreign checkpoint exits 1 listing the names
   CHECK(r.err.find("missing: fc1.weight, fc1.bias, fc2.weight, fc2.bias") != std::string::npos);
   CHECK(r.err.find("unexpected: ") != std::string::npos);
 }
+
+TEST_CASE("--init, eval and infer refuse a checkpoint of another model unless --allow-other-model",
+          "[trainer][cli][usage]") {
+  dnnc::test::TempDir dir("cli_other_model");
+  synth(dir);
+  const std::string data = " --data " + dir.file("cifar");
+  Result saved = run_dnnc(dir, std::string("train ") + dnnc::test::kTinyMlp + data + " --steps 2 --save " +
+                                   dir.file("ck.safetensors"));
+  INFO(saved.out << saved.err);
+  REQUIRE(saved.code == 0);
+  const std::string other = "tests/trainer/tiny_mlp_renamed.dnn", ck = " --init " + dir.file("ck.safetensors");
+  const std::string refusal = dir.file("ck.safetensors") +
+                              ": saved from model TinyMLP (tests/trainer/tiny_mlp.dnn), not TinyMLPRenamed "
+                              "(tests/trainer/tiny_mlp_renamed.dnn)\n  differs: input normalization: the "
+                              "checkpoint's model used mean (0.5, 0.5, 0.5) std (0.5, 0.5, 0.5), this one uses "
+                              "mean (0.49, 0.48, 0.45) std (0.25, 0.24, 0.26)\n  evaluate it with the model that "
+                              "trained it, or pass --allow-other-model to load it anyway\n";
+  for (const std::string& args :
+       {"eval " + other + ck + data, "infer " + other + ck + " --images " + dir.file("cifar/test_batch.bin"),
+        "train " + other + ck + data + " --steps 1"}) {
+    Result r = run_dnnc(dir, args);
+    INFO(args << "\n" << r.out << r.err);
+    CHECK(r.code == 1);
+    CHECK(r.err == "dnnc: error: " + refusal);
+    CHECK(r.out.find("test accuracy") == std::string::npos);
+  }
+  Result allowed = run_dnnc(dir, "eval " + other + ck + data + " --allow-other-model");
+  INFO(allowed.out << allowed.err);
+  CHECK(allowed.code == 0);
+  CHECK(allowed.err.find("dnnc: warning: " + dir.file("ck.safetensors") +
+                         ": checkpoint of model TinyMLP (tests/trainer/tiny_mlp.dnn), loaded into model TinyMLPRenamed") !=
+        std::string::npos);
+  CHECK(allowed.out.find("test accuracy: ") != std::string::npos);
+  Result same = run_dnnc(dir, std::string("eval ") + dnnc::test::kTinyMlp + ck + data);
+  CHECK(same.code == 0);
+  CHECK(same.err.empty());
+  Result stray = run_dnnc(dir, std::string("train ") + dnnc::test::kTinyMlp + data + " --allow-other-model");
+  CHECK(stray.code == 2);
+  CHECK(stray.err.find("--allow-other-model applies to --init only") != std::string::npos);
+}
+
+TEST_CASE("eval --init of the training-state file names the state_dict file to give instead", "[trainer][cli][usage]") {
+  dnnc::test::TempDir dir("cli_train_state");
+  synth(dir);
+  const std::string data = " --data " + dir.file("cifar");
+  REQUIRE(run_dnnc(dir, std::string("train ") + dnnc::test::kTinyMlp + data + " --steps 1 --save " +
+                            dir.file("ck.safetensors"))
+              .code == 0);
+  Result r = run_dnnc(dir, std::string("eval ") + dnnc::test::kTinyMlp + data + " --init " +
+                               dir.file("ck.train.safetensors"));
+  INFO(r.out << r.err);
+  CHECK(r.code == 1);
+  CHECK(r.err == "dnnc: error: " + dir.file("ck.train.safetensors") +
+                     ": this is the training-state file that --save writes for --resume (weights and optimizer "
+                     "state); give " +
+                     dir.file("ck.safetensors") + " instead, or continue the run with dnnc train --resume\n");
+}
+
+TEST_CASE("resuming a finished run says so and how to train on", "[trainer][cli][usage]") {
+  dnnc::test::TempDir dir("cli_resume_done");
+  synth(dir);
+  const std::string train = std::string("train ") + dnnc::test::kTinyMlp + " --data " + dir.file("cifar");
+  const std::string ck = dir.file("ck.safetensors");
+  REQUIRE(run_dnnc(dir, train + " --epochs 1 --save " + ck).code == 0);  // 96 images / 16 = 6 steps
+  Result done = run_dnnc(dir, train + " --epochs 1 --resume " + ck + " --save " + ck);
+  INFO(done.out << done.err);
+  CHECK(done.code == 1);
+  CHECK(done.err == "dnnc: error: " + ck +
+                        ": this run is finished: it trained 1 epoch of 1 (6 steps); to train on, pass --epochs N "
+                        "with N > 1\n");
+  Result more = run_dnnc(dir, train + " --epochs 2 --resume " + ck + " --save " + ck);
+  INFO(more.out << more.err);
+  CHECK(more.code == 0);
+  CHECK(more.out.find("resume: from " + ck + " after epoch 1 (step 6)\n") != std::string::npos);
+  CHECK(more.out.find("done after 12 steps") != std::string::npos);
+}
