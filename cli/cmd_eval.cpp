@@ -42,9 +42,9 @@ runtime::ParamStore load_weights(const ir::Module& m, const std::string& init, b
 int run_eval(const EvalCliOptions& o) {
   std::unique_ptr<runtime::Backend> backend = choose_device(o.device, std::cout);
   ir::Module m = compile_model(o.file, {}, o.device.layout, target_of(*backend));
+  runtime::ParamStore params = load_weights(m, o.init, o.allow_other_model);  // before the data: fails faster
   std::string dir = o.data.empty() ? default_data_dir(m) : o.data;
   runtime::Dataset test_set = load_split(m, dir, false);
-  runtime::ParamStore params = load_weights(m, o.init, o.allow_other_model);
   runtime::ExecutableCache cache(*backend, m, params);
   runtime::BatchFeed feed =
       runtime::make_batch_feed(m, runtime::kInferGraph, test_set, m.train.data.mean, m.train.data.std);
@@ -87,6 +87,7 @@ std::vector<int64_t> load_labels(const std::string& path, int64_t n) {
 int run_infer(const InferCliOptions& o) {
   std::unique_ptr<runtime::Backend> backend = choose_device(o.device, o.json ? std::cerr : std::cout);
   ir::Module m = compile_model(o.file, {}, o.device.layout, target_of(*backend));
+  runtime::ParamStore params = load_weights(m, o.init, o.allow_other_model);
   runtime::Dataset ds = load_images(o.images);
   std::vector<int64_t> labels;
   if (!o.labels.empty()) labels = load_labels(o.labels, ds.n);
@@ -96,7 +97,6 @@ int run_infer(const InferCliOptions& o) {
   std::vector<int64_t> idx(static_cast<size_t>(count));
   std::iota(idx.begin(), idx.end(), o.index);
 
-  runtime::ParamStore params = load_weights(m, o.init, o.allow_other_model);
   runtime::ExecutableCache cache(*backend, m, params);
   runtime::BatchFeed feed = runtime::make_batch_feed(m, runtime::kInferGraph, ds, m.train.data.mean, m.train.data.std);
   runtime::Tensor pred = runtime::predict(cache, ds, feed, idx, o.batch);

@@ -61,6 +61,27 @@ int run_train(const TrainCliOptions& o) {
   std::cout << "recipe: " << describe_recipe(m) << "\n";
   std::cout << device_line.str();
 
+  // The starting weights before the data: a wrong checkpoint costs no loading.
+  runtime::ParamStore params = runtime::reference::init_params(m, static_cast<uint64_t>(m.train.seed));
+  runtime::TrainPosition start;
+  if (!o.init.empty()) {
+    load_init_weights(m, o.init, o.allow_other_model, params);
+    std::cout << fmt::format("init: weights from {}\n", o.init);
+  }
+  if (!o.resume.empty()) {
+    runtime::RunInfo run{m.train.batch, static_cast<uint64_t>(m.train.seed), !o.no_shuffle};
+    start = runtime::load_checkpoint(o.resume, m, run, params);
+    if (start.epoch >= m.train.epochs)
+      throw std::runtime_error(fmt::format(
+          "{}: this run is finished: it trained {} of {} ({} steps); to train on, pass --epochs N with N > {}",
+          o.resume, epochs_text(start.epoch), m.train.epochs, start.step, start.epoch));
+    if (start.batch == 0 && start.epoch > 0)
+      std::cout << fmt::format("resume: from {} after epoch {} (step {})\n", o.resume, start.epoch, start.step);
+    else
+      std::cout << fmt::format("resume: from {} at epoch {}, batch {} (step {})\n", o.resume, start.epoch + 1,
+                               start.batch, start.step);
+  }
+
   auto t1 = Clock::now();
   std::string dir = o.data.empty() ? default_data_dir(m) : o.data;
   runtime::Dataset train_set = load_split(m, dir, true);
@@ -81,25 +102,6 @@ int run_train(const TrainCliOptions& o) {
   topt.save_path = o.save;
   topt.metrics_every = o.metrics_every;
   topt.save_hooks = test_save_hooks();
-
-  runtime::ParamStore params = runtime::reference::init_params(m, topt.seed);
-  runtime::TrainPosition start;
-  if (!o.init.empty()) {
-    load_init_weights(m, o.init, o.allow_other_model, params);
-    std::cout << fmt::format("init: weights from {}\n", o.init);
-  }
-  if (!o.resume.empty()) {
-    start = runtime::load_checkpoint(o.resume, m, {topt.batch, topt.seed, topt.shuffle}, params);
-    if (start.epoch >= topt.epochs)
-      throw std::runtime_error(fmt::format(
-          "{}: this run is finished: it trained {} of {} ({} steps); to train on, pass --epochs N with N > {}",
-          o.resume, epochs_text(start.epoch), topt.epochs, start.step, start.epoch));
-    if (start.batch == 0 && start.epoch > 0)
-      std::cout << fmt::format("resume: from {} after epoch {} (step {})\n", o.resume, start.epoch, start.step);
-    else
-      std::cout << fmt::format("resume: from {} at epoch {}, batch {} (step {})\n", o.resume, start.epoch + 1,
-                               start.batch, start.step);
-  }
 
   runtime::ProgressPrinter progress(std::cout, isatty(fileno(stdout)) != 0);
   std::unique_ptr<runtime::JsonlLog> log;

@@ -2,6 +2,7 @@
 #include "frontend/parser.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "frontend/lexer.h"
 
@@ -228,6 +229,7 @@ class Parser {
       }
       case TokenKind::lparen: return parse_paren();
       case TokenKind::ident: break;
+      case TokenKind::lbracket: fail_list();
       default: fail_expected("an expression");
     }
     if (t.text == "true" || t.text == "false") {
@@ -258,8 +260,43 @@ class Parser {
       if (is(TokenKind::rparen)) break;
       tup->elems.push_back(parse_expr());
     }
-    expect(TokenKind::rparen, "',' or ')'");
+    expect_close(open, "");
     return tup;
+  }
+
+  // A Python list where .dnn takes a tuple: `kernel: [3, 3]`. Suggests the tuple when the list
+  // is simple (numbers and names on one line).
+  [[noreturn]] void fail_list() const {
+    const Token& open = cur();
+    std::vector<std::string> items;
+    bool simple = true;
+    size_t i = pos_ + 1;
+    for (; i < toks_.size() && toks_[i].kind != TokenKind::rbracket; ++i) {
+      const Token& t = toks_[i];
+      if (t.newline_before || t.kind == TokenKind::eof) {
+        simple = false;
+        break;
+      }
+      if (t.kind == TokenKind::comma) continue;
+      if (t.kind != TokenKind::int_lit && t.kind != TokenKind::float_lit && t.kind != TokenKind::ident) simple = false;
+      items.push_back(t.text);
+    }
+    std::string tuple = simple && !items.empty() ? fmt::format("({}{})", fmt::join(items, ", "), items.size() == 1 ? "," : "")
+                                                 : "(a, b)";
+    fail(open.loc, fmt::format("expected an expression, found '['; .dnn writes a list of values as a tuple: {}", tuple));
+  }
+
+  // The ')' closing the '(' at `open` (of a call to `callee`, or a parenthesis/tuple if empty).
+  // A line break before the token found instead means the '(' was left open: say so at the '('.
+  void expect_close(ir::SourceLoc open, const std::string& callee) {
+    if (is(TokenKind::rparen)) {
+      take();
+      return;
+    }
+    if (cur().newline_before || is(TokenKind::eof))
+      fail(open, fmt::format("this '('{} is not closed: expected ',' or ')' before {} on line {}",
+                             callee.empty() ? "" : " of " + callee + "(...)", describe(cur()), cur().loc.line));
+    fail_expected("',' or ')'");
   }
 
   /// call ::= ident '(' [arg {',' arg} [',']] ')'
@@ -267,7 +304,7 @@ class Parser {
     const Token& callee = take();
     ExprPtr e = make(ExprKind::call, callee.loc);
     e->name = callee.text;
-    take();  // '('
+    ir::SourceLoc open = take().loc;  // '('
     while (!is(TokenKind::rparen)) {
       e->args.push_back(parse_arg());
       if (is(TokenKind::equals) && e->args.back().key.empty() && e->args.back().value &&
@@ -278,7 +315,7 @@ class Parser {
       if (!is(TokenKind::comma)) break;
       take();
     }
-    expect(TokenKind::rparen, "',' or ')'");
+    expect_close(open, e->name);
     return e;
   }
 

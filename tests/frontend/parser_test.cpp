@@ -81,7 +81,15 @@ TEST_CASE("parser: normalize takes 'mean X, std Y' as one argument", "[frontend]
 
 TEST_CASE("parser: syntax errors say what was expected and what was found", "[frontend][parser]") {
   CHECK(error_of("modle M {}") == "1:1 expected 'model', found identifier 'modle'");
-  CHECK(error_of("model M {\n  x = relu(y\n}") == "3:1 expected ',' or ')', found '}'");
+  CHECK(error_of("model M {\n  x = relu(y\n}") ==
+        "2:11 this '(' of relu(...) is not closed: expected ',' or ')' before '}' on line 3");
+  CHECK(error_of("model M {\n  x = relu(y z)\n}") == "2:14 expected ',' or ')', found identifier 'z'");
+  CHECK(error_of("model M {\n  x = (y, 2\n}") == "2:7 this '(' is not closed: expected ',' or ')' before '}' on line 3");
+  CHECK(error_of("model M {\n  x = f(a,\n        b)\n}") == "no error");  // arguments may continue on the next line
+  CHECK(error_of("model M {\n  x = f(k: [3, 3])\n}") ==
+        "2:12 expected an expression, found '['; .dnn writes a list of values as a tuple: (3, 3)");
+  CHECK(error_of("model M {\n  x = f(k: [3])\n}") ==
+        "2:12 expected an expression, found '['; .dnn writes a list of values as a tuple: (3,)");
   CHECK(error_of("model M {\n  x = \n}") == "3:1 expected an expression, found '}'");
   CHECK(error_of("model M {\n  x relu(y)\n}") == "2:5 expected '=', found identifier 'relu'");
   CHECK(error_of("model M {\n  x = 1") == "2:8 expected '}' closing the model block, found end of file");

@@ -225,9 +225,12 @@ TEST_CASE("hostile data and checkpoint files are refused with exit 1 naming the 
     std::string idx = {0, 0, 8, 3, 0, 0, 0, 9, 0, 0, 0, 28, 0, 0, 0, 28};
     idx += std::string(28 * 28 * 2, '\x01');
     std::ofstream(dir.file("images.idx"), std::ios::binary).write(idx.data(), idx.size());
-    // The images are read before the weights, so --init need not exist.
+    // The weights are read before the images: they must exist.
+    Result saved = run_dnnc(dir, std::string("train ") + dnnc::test::kTinyMlp + " --device reference --steps 1 --data " +
+                                     dir.file("cifar") + " --save " + dir.file("ck.safetensors"));
+    REQUIRE(saved.code == 0);
     Result r = run_dnnc(dir, std::string("infer ") + dnnc::test::kTinyMlp + " --device reference --init " +
-                                 dir.file("none.safetensors") + " --images " + dir.file("images.idx"));
+                                 dir.file("ck.safetensors") + " --images " + dir.file("images.idx"));
     INFO(r.out << r.err);
     CHECK(r.code == 1);
     CHECK(r.err.find(dir.file("images.idx") +
