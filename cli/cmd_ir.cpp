@@ -1,9 +1,11 @@
 // `dnnc check` and `dnnc dump-ir`: parse, verify, run passes and print the IR.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <iostream>
 #include <memory>
 
+#include "cli/cmd_setup.h"
 #include "cli/commands.h"
 #include "ir/dot.h"
 #include "ir/printer.h"
@@ -40,17 +42,52 @@ struct DumpOptions {
   bool stats = false;
 };
 
-std::string render(const ir::Module& m, const DumpOptions& o) {
-  if (o.format == "text") {
-    if (o.graph.empty()) return ir::print(m);
-    const ir::Graph* g = m.graph(o.graph);
-    if (!g) throw std::invalid_argument(fmt::format("no graph named '{}' at this point", o.graph));
-    return ir::print(*g, m);
+passes::CompileOptions compile_options(const DumpOptions& o, passes::LayoutReport* layout,
+                                       const passes::PipelineOptions& p) {
+  return {.target = &passes::find_target(o.target), .layout_report = layout,
+          .layout = passes::parse_layout_choice(o.layout), .pipeline = p};
+}
+
+std::string graph_names(const ir::Module& m) {
+  std::vector<std::string> names;
+  for (const ir::Graph& g : m.graphs) names.push_back(g.name);
+  return names.empty() ? "none" : fmt::format("{}", fmt::join(names, ", "));
+}
+
+// Where --graph NAME comes from: compiles the model anew with the user's pipeline and returns
+// the pass after which NAME first exists ("frontend" if the frontend makes it). Throws
+// std::invalid_argument if no stage makes it, naming the graphs there are.
+std::string stage_making_graph(const DumpOptions& o, const passes::PipelineOptions& pipeline) {
+  ir::Module m = load_module(o.file);
+  if (m.graph(o.graph)) return "frontend";
+  passes::PipelineOptions p = pipeline;
+  p.stop_after.clear();
+  std::string maker;
+  p.after_pass = [&](const std::string& pass, const ir::Module& mod, bool) {
+    if (maker.empty() && mod.graph(o.graph)) maker = pass;
+  };
+  passes::LayoutReport layout;
+  passes::compile(m, compile_options(o, &layout, p));
+  if (maker.empty())
+    throw std::invalid_argument(
+        fmt::format("--graph {}: no graph of that name; after all passes the graphs are {}", o.graph, graph_names(m)));
+  return maker;
+}
+
+// `stage`: "frontend" or the pass after which `m` is printed.
+std::string render(const ir::Module& m, const DumpOptions& o, const std::string& stage, const std::string& maker) {
+  const ir::Graph* g = o.graph.empty() ? nullptr : m.graph(o.graph);
+  if (!o.graph.empty() && !g) {
+    std::string where = stage == "frontend" ? "after the frontend" : "after pass " + stage;
+    std::string msg = fmt::format("--graph {}: no graph of that name {} (there: {}); pass {} makes it", o.graph,
+                                  where, graph_names(m), maker);
+    if (o.after == "all") return "// " + msg + "\n";
+    throw std::invalid_argument(msg + fmt::format(": add --after {} (or a later pass, or --after all)", maker));
   }
+  if (o.format == "text") return g ? ir::print(*g, m) : ir::print(m);
+  if (g) return ir::to_dot(*g, m);
   std::string out;
-  for (const auto& g : m.graphs)
-    if (o.graph.empty() || g.name == o.graph) out += ir::to_dot(g, m);
-  if (out.empty()) throw std::invalid_argument(fmt::format("no graph named '{}' at this point", o.graph));
+  for (const auto& graph : m.graphs) out += ir::to_dot(graph, m);
   return out;
 }
 
@@ -63,29 +100,28 @@ int run_dump(const DumpOptions& o) {
   auto disabled = split_csv(o.disabled);
   p.disabled = {disabled.begin(), disabled.end()};
   p.verify_each = o.verify_each;
+  // The stage that makes --graph (an unknown name is an error before anything is printed).
+  std::string maker = o.graph.empty() ? "" : stage_making_graph(o, p);
   if (o.after.empty()) {  // the module exactly as the frontend produced it
-    std::cout << render(m, o);
+    std::cout << render(m, o, "frontend", maker);
     return 0;
   }
   if (o.after == "all") {
-    std::cout << "// ----- IR after frontend -----\n" << render(m, o);
+    std::cout << "// ----- IR after frontend -----\n" << render(m, o, "frontend", maker);
     p.after_pass = [&](const std::string& pass, const ir::Module& mod, bool changed) {
-      std::cout << fmt::format("// ----- IR after {}{} -----\n", pass, changed ? "" : " (unchanged)") << render(mod, o);
+      std::cout << fmt::format("// ----- IR after {}{} -----\n", pass, changed ? "" : " (unchanged)")
+                << render(mod, o, pass, maker);
     };
-    passes::compile(m, {.target = &passes::find_target(o.target), .layout_report = &layout,
-                         .layout = passes::parse_layout_choice(o.layout),
-                         .pipeline = p});
+    passes::compile(m, compile_options(o, &layout, p));
     return 0;
   }
   p.stop_after = o.after;
-  passes::compile(m, {.target = &passes::find_target(o.target), .layout_report = &layout,
-                         .layout = passes::parse_layout_choice(o.layout),
-                         .pipeline = p});
+  passes::compile(m, compile_options(o, &layout, p));
   if (o.stats) {
     std::cout << passes::format_stats(m, layout.target.empty() ? nullptr : &layout);
     return 0;
   }
-  std::cout << render(m, o);
+  std::cout << render(m, o, o.after, maker);
   return 0;
 }
 
@@ -100,7 +136,7 @@ void add_check_command(CLI::App& app, Runner& run) {
       return guarded([&] {
         ir::Module m = load_module(*file);
         ir::verify(m);
-        std::cout << fmt::format("{}: ok: model {}, {} params\n", *file, m.name, m.params.size());
+        std::cout << fmt::format("{}: ok: model {}, {}\n", *file, m.name, describe_parameters(m));
         return 0;
       });
     };

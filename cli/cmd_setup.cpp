@@ -84,11 +84,16 @@ std::string describe_recipe(const ir::Module& m) {
                      m.train.epochs == 1 ? "" : "s", m.train.seed);
 }
 
-int64_t parameter_count(const ir::Module& m) {
-  int64_t n = 0;
-  for (const ir::Param& p : m.params)
-    if (p.role != ir::ParamRole::optimizer_state) n += p.type.numel(0).value_or(0);
-  return n;
+std::string describe_parameters(const ir::Module& m) {
+  int64_t weights = 0, buffers = 0, weight_tensors = 0, buffer_tensors = 0;
+  for (const ir::Param& p : m.params) {
+    int64_t n = p.type.numel(0).value_or(0);
+    if (p.role == ir::ParamRole::weight) weights += n, ++weight_tensors;
+    if (p.role == ir::ParamRole::buffer) buffers += n, ++buffer_tensors;
+  }
+  std::string s = fmt::format("{} parameters ({} tensors)", weights, weight_tensors);
+  if (buffer_tensors) s += fmt::format(" and {} buffer values ({} tensors)", buffers, buffer_tensors);
+  return s;
 }
 
 std::string default_data_dir(const ir::Module& m) {

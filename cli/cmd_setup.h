@@ -56,8 +56,10 @@ void load_init_weights(const ir::Module& m, const std::string& path, bool allow_
 /// Adds `--allow-other-model` to `cmd`, stored in `flag`.
 void add_allow_other_model_flag(CLI::App& cmd, bool& flag);
 
-/// Number of elements in the module's weights and buffers.
-int64_t parameter_count(const ir::Module& m);
+/// The module's size as PyTorch counts it: "535818 parameters (6 tensors)", the elements of the
+/// trainable weights, plus " and 97 buffer values (4 tensors)" where it has buffers (batchnorm
+/// running statistics). Optimizer state is not counted.
+std::string describe_parameters(const ir::Module& m);
 
 /// `--data`'s default for the module's data set: data/mnist or data/cifar10. Throws
 /// std::invalid_argument if the model's train block names no data set.

@@ -57,7 +57,7 @@ int run_train(const TrainCliOptions& o) {
     throw std::invalid_argument(
         fmt::format("{}: the train block of {} sets no epochs; add 'epochs = N' to it or pass --epochs N", o.file,
                     m.name));
-  std::cout << fmt::format("model {} ({}): {} parameters\n", m.name, o.file, parameter_count(m));
+  std::cout << fmt::format("model {} ({}): {}\n", m.name, o.file, describe_parameters(m));
   std::cout << "recipe: " << describe_recipe(m) << "\n";
   std::cout << device_line.str();
 

@@ -298,3 +298,37 @@ TEST_CASE("epochs may come from --epochs instead of the train block", "[cli][usa
   Result given = run(std::string("train tests/trainer/no_epochs.dnn --epochs 3 --data ") + kMissing);
   CHECK_THAT(given.out, Catch::Contains(", 3 epochs, seed 0") && Catch::Contains("names no data set"));
 }
+
+TEST_CASE("dump-ir --graph names the pass that makes a graph missing at the chosen point", "[cli][usage]") {
+  Result early = run("dump-ir models/mnist_mlp.dnn --graph=infer");
+  INFO(early.out);
+  CHECK(early.code == 2);
+  CHECK_THAT(early.out, Catch::Contains("dnnc: error: --graph infer: no graph of that name after the frontend (there: "
+                                        "forward); pass derive-infer makes it: add --after derive-infer (or a later "
+                                        "pass, or --after all)"));
+  Result after = run("dump-ir models/mnist_mlp.dnn --graph=infer --after autodiff");
+  CHECK_THAT(after.out, Catch::Contains("after pass autodiff (there: forward, train_step); pass derive-infer makes it"));
+  Result unknown = run("dump-ir models/mnist_mlp.dnn --graph=inference");
+  CHECK(unknown.code == 2);
+  CHECK_THAT(unknown.out, Catch::Contains("--graph inference: no graph of that name; after all passes the graphs are "
+                                          "forward, train_step, infer"));
+  Result all = run("dump-ir models/mnist_mlp.dnn --graph=infer --after all");
+  CHECK(all.code == 0);
+  CHECK_THAT(all.out, Catch::Contains("// --graph infer: no graph of that name after pass autodiff") &&
+                          Catch::Contains("// ----- IR after derive-infer -----\ngraph infer("));
+  Result ok = run("dump-ir models/mnist_mlp.dnn --graph=infer --after derive-infer");
+  CHECK(ok.code == 0);
+  CHECK_THAT(ok.out, Catch::StartsWith("graph infer("));
+}
+
+TEST_CASE("check and train count parameters as PyTorch does, buffers apart", "[cli][usage]") {
+  Result mlp = run("check models/mnist_mlp.dnn");
+  CHECK(mlp.out == "models/mnist_mlp.dnn: ok: model MnistMLP, 535818 parameters (6 tensors)\n");
+  // ResNetMnist (PyTorch mirror: tests/golden/golden_float64.py): sum(p.numel() for p in
+  // model.parameters()) = 28410 in 20 tensors; its 6 batchnorms' buffers (running mean and var
+  // over 144 channels, 6 counters) are 294 values in 18 tensors.
+  Result bn = run("check models/resnet_mnist.dnn");
+  CHECK_THAT(bn.out, Catch::Contains("28410 parameters (20 tensors) and 294 buffer values (18 tensors)"));
+  Result train = run(train_args("--epochs 1"));
+  CHECK_THAT(train.out, Catch::Contains("model MnistMLP (models/mnist_mlp.dnn): 535818 parameters (6 tensors)\n"));
+}
