@@ -123,7 +123,10 @@ void add_device_options(CLI::App& cmd, DeviceOptions& o) {
       ->check(CLI::IsMember({"auto", "nchw", "nhwc"}));
 }
 
-void warn(const std::string& text) { std::cerr << "dnnc: warning: " << text << "\n"; }
+void warn(const std::string& text) {
+  std::cout.flush();  // the warning comes after what was printed so far, on a pipe too
+  std::cerr << "dnnc: warning: " << text << "\n";
+}
 
 void load_init_weights(const ir::Module& m, const std::string& path, bool allow_other_model,
                        runtime::ParamStore& params) {

@@ -31,9 +31,12 @@ ir::Module load_module(const std::string& path) {
   return frontend::compile_file(path);
 }
 
-int guarded(const std::function<int()>& body) {
+namespace {
+
+// Prints the exception being handled as dnnc reports errors; returns the exit code.
+int report_error() {
   try {
-    return body();
+    throw;
   } catch (const ir::CompileError& e) {
     std::cerr << ir::format_diagnostic(e, read_text(e.file()));
     return 1;
@@ -55,6 +58,21 @@ int guarded(const std::function<int()>& body) {
   } catch (const std::exception& e) {
     std::cerr << "dnnc: error: " << e.what() << "\n";
     return 1;
+  } catch (...) {
+    std::cerr << "dnnc: internal error: an exception of unknown type\n";
+    return 3;
+  }
+}
+
+}  // namespace
+
+int guarded(const std::function<int()>& body) {
+  try {
+    return body();
+  } catch (...) {
+    // What the command printed so far comes before its error, on a pipe as on a terminal.
+    std::cout.flush();
+    return report_error();
   }
 }
 
