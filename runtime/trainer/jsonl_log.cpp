@@ -30,14 +30,27 @@ void JsonlLog::on_step(const StepEvent& e) {
   write(j.dump());
 }
 
+namespace {
+
+void add_eval(nlohmann::ordered_json& j, const std::optional<EvalResult>& eval) {
+  if (!eval) return;
+  j["test_acc"] = eval->accuracy();
+  j["test_correct"] = eval->correct;
+  j["test_total"] = eval->total;
+}
+
+}  // namespace
+
 void JsonlLog::on_epoch(const EpochEvent& e) {
   nlohmann::ordered_json j = {{"event", "epoch"},    {"epoch", e.epoch},     {"step", e.step},
                               {"loss", e.mean_loss}, {"seconds", e.seconds}, {"samples_per_s", e.samples_per_s}};
-  if (e.eval) {
-    j["test_acc"] = e.eval->accuracy();
-    j["test_correct"] = e.eval->correct;
-    j["test_total"] = e.eval->total;
-  }
+  add_eval(j, e.eval);
+  write(j.dump());
+}
+
+void JsonlLog::on_stop(const StopEvent& e) {
+  nlohmann::ordered_json j = {{"event", "stop"}, {"epoch", e.epoch}, {"batch", e.batch}, {"step", e.step}};
+  add_eval(j, e.eval);
   write(j.dump());
 }
 

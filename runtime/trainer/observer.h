@@ -30,11 +30,20 @@ struct EpochEvent {
   std::optional<EvalResult> eval;  // test accuracy, if a test split was given
 };
 
+/// The end of a run inside an epoch (a --steps stop): where it stopped and the evaluation there.
+struct StopEvent {
+  int64_t epoch = 0;  // 1-based: the epoch in progress
+  int64_t batch = 0;  // batches of it done
+  int64_t step = 0;   // train steps taken in all
+  std::optional<EvalResult> eval;
+};
+
 class TrainObserver {
  public:
   virtual ~TrainObserver() = default;
   virtual void on_step(const StepEvent&) {}
   virtual void on_epoch(const EpochEvent&) {}
+  virtual void on_stop(const StopEvent&) {}
 };
 
 /// Forwards every event to each observer in turn (none may be null).
@@ -46,6 +55,9 @@ class ObserverList final : public TrainObserver {
   }
   void on_epoch(const EpochEvent& e) override {
     for (TrainObserver* o : list_) o->on_epoch(e);
+  }
+  void on_stop(const StopEvent& e) override {
+    for (TrainObserver* o : list_) o->on_stop(e);
   }
 
  private:

@@ -235,6 +235,7 @@ TrainResult train(ExecutableCache& cache, const Dataset& train_set, const Datase
   if (!ended_on_epoch) {
     if (test_set) r.final_eval = run_eval();
     if (run_steps > 0) save();
+    if (observer) observer->on_stop({r.end.epoch + 1, r.end.batch, r.end.step, r.final_eval});
   }
   r.time.compile = cache.compile_seconds() - compile0;
   return r;

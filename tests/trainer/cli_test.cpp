@@ -1,5 +1,7 @@
 // Tests of `dnnc data synth-cifar`, `train`, `eval` and `infer` through the built binary:
 // exit codes, the device line, --steps with the JSONL log, NaN reporting, --init errors.
+#include <fmt/format.h>
+
 #include <catch2/catch.hpp>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -54,9 +56,10 @@ TEST_CASE("dnnc train --steps logs JSON lines, saves, and eval/infer read the ch
   CHECK(r.out.find("stopped (--steps) after 5 steps") != std::string::npos);
   CHECK(r.out.find("test accuracy: ") != std::string::npos);
   std::istringstream log(dnnc::test::read_file(dir.file("log.jsonl")));
-  std::string line;
+  std::string line, last_line;
   int steps = 0, epochs = 0;
   while (std::getline(log, line)) {
+    last_line = line;
     auto j = nlohmann::json::parse(line);
     if (j["event"] == "step") {
       ++steps;
@@ -69,6 +72,14 @@ TEST_CASE("dnnc train --steps logs JSON lines, saves, and eval/infer read the ch
   }
   CHECK(steps == 5);
   CHECK(epochs == 0);  // 96 images / batch 16 = 6 steps per epoch
+  // The last line records the stop and its evaluation: the accuracy the summary prints.
+  auto last = nlohmann::json::parse(last_line);
+  CHECK(last["event"] == "stop");
+  CHECK(last["epoch"] == 1);
+  CHECK(last["batch"] == 5);
+  CHECK(last["step"] == 5);
+  CHECK(r.out.find(fmt::format("test accuracy: {:.4f} ({}/{})", last["test_acc"].get<double>(),
+                               last["test_correct"].get<int>(), last["test_total"].get<int>())) != std::string::npos);
 
   Result ev = run_dnnc(dir, "eval " + model + " --init " + dir.file("ck.safetensors") + " --data " + dir.file("cifar"));
   INFO(ev.out << ev.err);
