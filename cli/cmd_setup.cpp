@@ -108,6 +108,15 @@ std::string default_data_dir(const ir::Module& m) {
 
 runtime::Dataset load_split(const ir::Module& m, const std::string& dir, bool train) {
   const std::string& ds = m.train.data.dataset;
+  std::error_code ec;
+  if ((ds == "mnist" || ds == "cifar10") && !std::filesystem::is_directory(dir, ec)) {
+    std::string how = ds == "mnist" ? fmt::format("fetch MNIST with scripts/fetch-mnist {}", dir)
+                                    : fmt::format("put the CIFAR-10 binary files there, or make synthetic ones with "
+                                                  "dnnc data synth-cifar {}",
+                                                  dir);
+    throw std::runtime_error(
+        fmt::format("{} data folder {} does not exist; {}, or pass --data DIR (docs/data.md)", ds, dir, how));
+  }
   if (ds == "mnist") return runtime::load_mnist(dir, train);
   if (ds == "cifar10") return runtime::load_cifar10(dir, train);
   default_data_dir(m);  // throws the explanation
