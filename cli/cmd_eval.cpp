@@ -20,6 +20,7 @@ namespace {
 
 struct EvalCliOptions {
   std::string file, init, data;
+  std::optional<std::string> dataset;
   DeviceOptions device;
   int64_t eval_batch = 500;
   bool allow_other_model = false;
@@ -41,16 +42,16 @@ runtime::ParamStore load_weights(const ir::Module& m, const std::string& init, b
 
 int run_eval(const EvalCliOptions& o) {
   std::unique_ptr<runtime::Backend> backend = choose_device(o.device, std::cout);
-  ir::Module m = compile_model(o.file, {}, o.device.layout, target_of(*backend));
+  ir::Module m = compile_model(o.file, {.dataset = o.dataset}, o.device.layout, target_of(*backend));
   runtime::ParamStore params = load_weights(m, o.init, o.allow_other_model);  // before the data: fails faster
-  std::string dir = o.data.empty() ? default_data_dir(m) : o.data;
-  runtime::Dataset test_set = load_split(m, dir, false);
+  DataSource src = resolve_data(m, o.data);
+  runtime::Dataset test_set = load_split(m, src, false);
   runtime::ExecutableCache cache(*backend, m, params);
   runtime::BatchFeed feed =
       runtime::make_batch_feed(m, runtime::kInferGraph, test_set, m.train.data.mean, m.train.data.std);
   runtime::EvalResult r = runtime::evaluate(cache, test_set, feed, o.eval_batch);
-  std::cout << fmt::format("test accuracy: {:.4f} ({}/{}) on {} in {:.2f} s\n", r.accuracy(), r.correct, r.total, dir,
-                           r.seconds);
+  std::cout << fmt::format("test accuracy: {:.4f} ({}/{}) on {} in {:.2f} s\n", r.accuracy(), r.correct, r.total,
+                           src.dir, r.seconds);
   return 0;
 }
 
@@ -128,7 +129,7 @@ void add_eval_command(CLI::App& app, Runner& run) {
   CLI::App* cmd = app.add_subcommand("eval", "Test-set accuracy of a model with the weights of a checkpoint");
   cmd->add_option("file", o->file, "model file (.dnn)")->required();
   cmd->add_option("--init", o->init, "state_dict to evaluate (.safetensors)")->required();
-  cmd->add_option("--data", o->data, "data directory (default: data/mnist or data/cifar10, per the model)");
+  add_data_options(*cmd, o->data, o->dataset);
   add_allow_other_model_flag(*cmd, o->allow_other_model);
   add_device_options(*cmd, o->device);
   cmd->add_option("--eval-batch", o->eval_batch, "batch size")->check(CLI::PositiveNumber);

@@ -12,6 +12,7 @@
 #include <stdexcept>
 
 #include "cli/commands.h"
+#include "ir/check.h"
 #include "ir/verifier.h"
 #include "passes/compile.h"
 #include "runtime/data/cifar10.h"
@@ -38,6 +39,13 @@ ir::Module compile_model(const std::string& path, const RecipeOverrides& o, cons
   if (o.seed) {
     if (*o.seed < 0) throw std::invalid_argument(fmt::format("--seed must be >= 0, got {}", *o.seed));
     t.seed = *o.seed;
+  }
+  if (o.dataset) {
+    if (t.data.dataset.empty()) {
+      t.data.mean.clear();  // no normalization: mean 0, std 1
+      t.data.std.clear();
+    }
+    t.data.dataset = *o.dataset;
   }
   if (o.lr) {
     if (!(*o.lr > 0)) throw std::invalid_argument(fmt::format("--lr must be > 0, got {}", *o.lr));
@@ -96,31 +104,70 @@ std::string describe_parameters(const ir::Module& m) {
   return s;
 }
 
-std::string default_data_dir(const ir::Module& m) {
-  const std::string& ds = m.train.data.dataset;
-  if (ds == "mnist") return "data/mnist";
-  if (ds == "cifar10") return "data/cifar10";
-  throw std::invalid_argument(
-      fmt::format("{}: model {} names no data set (its train block needs `data = mnist(...)` "
-                  "or `data = cifar10(...)`)",
-                  m.source_file, m.name));
+namespace {
+
+constexpr const char* kFashionMnistDir = "/usr/share/datasets/fashion-mnist";  // Debian's dataset-fashion-mnist
+
+bool is_idx_dataset(const std::string& ds) { return ds == "mnist" || ds == "fashion_mnist"; }
+
+// The data set whose files `dir` holds: "mnist" for MNIST-format IDX files (MNIST and
+// Fashion-MNIST alike), "cifar10" for CIFAR-10 .bin files, "" if neither.
+std::string infer_dataset(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  for (const std::string& p : runtime::mnist_candidate_paths(dir, "train-images-idx3-ubyte"))
+    if (fs::is_regular_file(p, ec)) return "mnist";
+  for (const char* f : {"data_batch_1.bin", "test_batch.bin", "cifar-10-batches-bin/data_batch_1.bin"})
+    if (fs::is_regular_file(fs::path(dir) / f, ec)) return "cifar10";
+  return "";
 }
 
-runtime::Dataset load_split(const ir::Module& m, const std::string& dir, bool train) {
-  const std::string& ds = m.train.data.dataset;
+}  // namespace
+
+DataSource resolve_data(ir::Module& m, const std::string& data_flag) {
+  DataSource src{data_flag, false};
+  std::string& ds = m.train.data.dataset;
   std::error_code ec;
-  if ((ds == "mnist" || ds == "cifar10") && !std::filesystem::is_directory(dir, ec)) {
-    std::string how = ds == "mnist" ? fmt::format("fetch MNIST with scripts/fetch-mnist {}", dir)
-                                    : fmt::format("put the CIFAR-10 binary files there, or make synthetic ones with "
-                                                  "dnnc data synth-cifar {}",
-                                                  dir);
-    throw std::runtime_error(
-        fmt::format("{} data folder {} does not exist; {}, or pass --data DIR (docs/data.md)", ds, dir, how));
+  if (ds.empty()) {
+    if (data_flag.empty())
+      throw std::invalid_argument(fmt::format(
+          "{}: model {} names no data set (its train block has no `data = mnist(...)`, `fashion_mnist(...)` or "
+          "`cifar10(...)`); pass --data DIR (the format is inferred from its files) or --dataset NAME",
+          m.source_file, m.name));
+    if (!std::filesystem::is_directory(data_flag, ec))
+      throw std::runtime_error(fmt::format("--data {}: no such folder", data_flag));
+    ds = infer_dataset(data_flag);
+    if (ds.empty())
+      throw std::runtime_error(fmt::format(
+          "--data {}: cannot tell its data set: it holds no MNIST-format IDX files (train-images-idx3-ubyte[.gz]) "
+          "and no CIFAR-10 binary files (data_batch_1.bin); pass --dataset NAME, or --data the folder that holds them",
+          data_flag));
+    src.inferred = true;
   }
-  if (ds == "mnist") return runtime::load_mnist(dir, train);
-  if (ds == "cifar10") return runtime::load_cifar10(dir, train);
-  default_data_dir(m);  // throws the explanation
-  return {};
+  if (src.dir.empty()) src.dir = ds == "mnist" ? "data/mnist" : ds == "fashion_mnist" ? kFashionMnistDir : "data/cifar10";
+  if (!std::filesystem::is_directory(src.dir, ec)) {
+    std::string how = ds == "mnist"   ? fmt::format("fetch MNIST with scripts/fetch-mnist {}", src.dir)
+                      : ds == "fashion_mnist" && src.dir == kFashionMnistDir
+                          ? "install Debian's package dataset-fashion-mnist (apt-get install dataset-fashion-mnist)"
+                      : ds == "fashion_mnist"
+                          ? fmt::format("put Fashion-MNIST's IDX files there (Debian's package dataset-fashion-mnist "
+                                        "installs them in {})",
+                                        kFashionMnistDir)
+                          : fmt::format("put the CIFAR-10 binary files there, or make synthetic ones with dnnc data "
+                                        "synth-cifar {}",
+                                        src.dir);
+    throw std::runtime_error(
+        fmt::format("{} data folder {} does not exist; {}, or pass --data DIR (docs/data.md)", ds, src.dir, how));
+  }
+  return src;
+}
+
+runtime::Dataset load_split(const ir::Module& m, const DataSource& src, bool train) {
+  const std::string& ds = m.train.data.dataset;
+  if (is_idx_dataset(ds)) return runtime::load_mnist(src.dir, train);
+  if (ds == "cifar10") return runtime::load_cifar10(src.dir, train);
+  throw InternalError("cli load_split", fmt::format("data set '{}' of model {} was not resolved", ds, m.name),
+                      "cli/cmd_setup.cpp");
 }
 
 void add_device_options(CLI::App& cmd, DeviceOptions& o) {
@@ -142,6 +189,14 @@ void load_init_weights(const ir::Module& m, const std::string& path, bool allow_
   std::cout.flush();  // the warnings on std::cerr come after what was printed so far
   for (const std::string& w : runtime::load_state_dict_file(m, path, params, {.allow_other_model = allow_other_model}))
     warn(w);
+}
+
+void add_data_options(CLI::App& cmd, std::string& data, std::optional<std::string>& dataset) {
+  cmd.add_option("--data", data,
+                 "data folder (default per data set: data/mnist, /usr/share/datasets/fashion-mnist, data/cifar10)");
+  cmd.add_option("--dataset", dataset, "data set, replacing the train block's (default: the block's, or inferred "
+                                       "from the files of --data)")
+      ->check(CLI::IsMember({"mnist", "fashion_mnist", "cifar10"}));
 }
 
 void add_allow_other_model_flag(CLI::App& cmd, bool& flag) {

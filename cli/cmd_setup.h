@@ -22,6 +22,7 @@ namespace dnnc::cli {
 struct RecipeOverrides {
   std::optional<int64_t> epochs, batch, seed;
   std::optional<double> lr;
+  std::optional<std::string> dataset;  // --dataset: mnist, fashion_mnist or cifar10
 };
 
 /// Loads `path` (load_module), applies `o` to module.train (before the passes: the optimizer
@@ -53,6 +54,9 @@ void warn(const std::string& text);
 void load_init_weights(const ir::Module& m, const std::string& path, bool allow_other_model,
                        runtime::ParamStore& params);
 
+/// Adds `--data DIR` and `--dataset NAME` to `cmd`.
+void add_data_options(CLI::App& cmd, std::string& data, std::optional<std::string>& dataset);
+
 /// Adds `--allow-other-model` to `cmd`, stored in `flag`.
 void add_allow_other_model_flag(CLI::App& cmd, bool& flag);
 
@@ -61,13 +65,24 @@ void add_allow_other_model_flag(CLI::App& cmd, bool& flag);
 /// running statistics). Optimizer state is not counted.
 std::string describe_parameters(const ir::Module& m);
 
-/// `--data`'s default for the module's data set: data/mnist or data/cifar10. Throws
-/// std::invalid_argument if the model's train block names no data set.
-std::string default_data_dir(const ir::Module& m);
+/// Where the data comes from: the folder, and whether the data set was inferred from its files.
+struct DataSource {
+  std::string dir;
+  bool inferred = false;
+};
 
-/// The training (`train`) or test split of the module's data set from `dir`. Throws
-/// std::invalid_argument if the model names no data set, std::runtime_error from the loaders.
-runtime::Dataset load_split(const ir::Module& m, const std::string& dir, bool train);
+/// The module's data (`--data` given as `data_flag`, or empty): the train block's data set (or
+/// `--dataset`'s) in `data_flag`, or by default data/mnist, Debian's
+/// /usr/share/datasets/fashion-mnist or data/cifar10. A module that names no data set takes
+/// it from the files of `data_flag` (MNIST-format IDX: mnist; CIFAR-10 .bin: cifar10), stored
+/// into module.train.data. Throws std::invalid_argument if there is neither, std::runtime_error
+/// naming the folder (and how to get the data: the fetch script, the Debian package) if it is
+/// missing or its files name no data set.
+DataSource resolve_data(ir::Module& m, const std::string& data_flag);
+
+/// The training (`train`) or test split of the module's data set (resolved by resolve_data).
+/// Throws std::runtime_error from the loaders.
+runtime::Dataset load_split(const ir::Module& m, const DataSource& src, bool train);
 
 /// `--device`, `--tf32` and `--layout`, the same on train, eval and infer.
 struct DeviceOptions {

@@ -83,12 +83,13 @@ int run_train(const TrainCliOptions& o) {
   }
 
   auto t1 = Clock::now();
-  std::string dir = o.data.empty() ? default_data_dir(m) : o.data;
-  runtime::Dataset train_set = load_split(m, dir, true);
-  runtime::Dataset test_set = load_split(m, dir, false);
+  DataSource src = resolve_data(m, o.data);
+  runtime::Dataset train_set = load_split(m, src, true);
+  runtime::Dataset test_set = load_split(m, src, false);
   double load_s = since(t1);
-  std::cout << fmt::format("data: {} from {}: {} train, {} test images ({:.2f} s)\n", m.train.data.dataset, dir,
-                           train_set.n, test_set.n, load_s);
+  std::cout << fmt::format("data: {}{} from {}: {} train, {} test images ({:.2f} s)\n", m.train.data.dataset,
+                           src.inferred ? " (format inferred from the files)" : "", src.dir, train_set.n, test_set.n,
+                           load_s);
 
   runtime::TrainOptions topt;
   topt.epochs = m.train.epochs;
@@ -137,7 +138,7 @@ void add_train_command(CLI::App& app, Runner& run) {
   auto o = std::make_shared<TrainCliOptions>();
   CLI::App* cmd = app.add_subcommand("train", "Train a model on its data set and report test accuracy");
   cmd->add_option("file", o->file, "model file (.dnn)")->required();
-  cmd->add_option("--data", o->data, "data directory (default: data/mnist or data/cifar10, per the model)");
+  add_data_options(*cmd, o->data, o->recipe.dataset);
   add_device_options(*cmd, o->device);
   cmd->add_option("--epochs", o->recipe.epochs, "number of epochs (replaces the train block's)");
   cmd->add_option("--batch", o->recipe.batch, "batch size (replaces the train block's)");

@@ -21,7 +21,7 @@ struct DataSet {
   std::string name;
   int64_t channels, height, width;
 };
-const std::vector<DataSet> kDataSets = {{"mnist", 1, 28, 28}, {"cifar10", 3, 32, 32}};
+const std::vector<DataSet> kDataSets = {{"mnist", 1, 28, 28}, {"fashion_mnist", 1, 28, 28}, {"cifar10", 3, 32, 32}};
 
 const std::vector<std::string> kSettings = {"data", "batch", "epochs", "seed", "optimizer"};
 const std::vector<std::string> kOptimizers = {"sgd", "adam", "adamw"};
@@ -119,9 +119,9 @@ class TrainLowering {
     return v;
   }
 
-  /// data = mnist(normalize: mean M, std S) | cifar10(...)
+  /// data = mnist(normalize: mean M, std S) | fashion_mnist(...) | cifar10(...)
   void data(const Expr& e) {
-    expect_call(e, "data", {"mnist", "cifar10"}, "data set");
+    expect_call(e, "data", {"mnist", "fashion_mnist", "cifar10"}, "data set");
     const DataSet& ds =
         *std::find_if(kDataSets.begin(), kDataSets.end(), [&](const DataSet& d) { return d.name == e.name; });
     Bound b = bind_args(e, Signature{e.name, {"normalize"}, 0, false}, file_);

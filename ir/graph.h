@@ -100,7 +100,7 @@ struct Param {
 };
 
 struct DataConfig {
-  std::string dataset;  // "mnist" | "cifar10" | "" (none given)
+  std::string dataset;  // "mnist" | "fashion_mnist" | "cifar10" | "" (none given)
   std::vector<double> mean, std;  // per-channel normalisation, (x/255 - mean)/std
 };
 

@@ -72,3 +72,18 @@ TEST_CASE("train: the image input may have any shape with the data set's values 
       "t.dnn");
   CHECK(m.train.data.dataset == "mnist");
 }
+
+TEST_CASE("train: fashion_mnist is a data set of 1x28x28 images", "[frontend][train]") {
+  ir::Module m = frontend::compile_source(
+      "model M {\n  input image: f32[N, 1, 28, 28]\n  input label: i64[N]\n  fc = linear(784, 10)\n"
+      "  loss = cross_entropy(fc(flatten(image)), label)\n}\n"
+      "train M {\n  data = fashion_mnist(normalize: mean (0.286), std (0.353))\n  batch = 1\n  epochs = 1\n"
+      "  optimizer = sgd()\n}\n",
+      "t.dnn");
+  CHECK(m.train.data.dataset == "fashion_mnist");
+  CHECK(m.train.data.mean == std::vector<double>{0.286});
+  CHECK_THROWS_WITH(frontend::compile_source(std::string(kModel) + "train M {\n  data = fashion_mnist()\n  batch = 8\n"
+                                                                    "  epochs = 1\n  optimizer = sgd()\n}\n",
+                                             "t.dnn"),
+                    Catch::Contains("but fashion_mnist images are f32[N,1,28,28]"));
+}

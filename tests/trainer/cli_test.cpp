@@ -145,7 +145,7 @@ TEST_CASE("dnnc train --init with a foreign checkpoint exits 1 listing the names
   CHECK(r.err.find("unexpected: ") != std::string::npos);
 }
 
-TEST_CASE("--init, eval and infer refuse a checkpoint of another model unless --allow-other-model",
+TEST_CASE("a checkpoint of another model is refused by --init, eval and infer unless --allow-other-model",
           "[trainer][cli][usage]") {
   dnnc::test::TempDir dir("cli_other_model");
   synth(dir);
@@ -219,4 +219,55 @@ TEST_CASE("resuming a finished run says so and how to train on", "[trainer][cli]
   CHECK(more.code == 0);
   CHECK(more.out.find("resume: from " + ck + " after epoch 1 (step 6)\n") != std::string::npos);
   CHECK(more.out.find("done after 12 steps") != std::string::npos);
+}
+
+TEST_CASE("the data set comes from the train block, --dataset, or the files of --data", "[trainer][cli][data]") {
+  dnnc::test::TempDir dir("cli_data_source");
+  synth(dir);
+  const std::string model = "tests/trainer/no_data.dnn";
+  Result none = run_dnnc(dir, "train " + model);
+  INFO(none.out << none.err);
+  CHECK(none.code == 2);
+  CHECK(none.err.find("model NoData names no data set") != std::string::npos);
+  CHECK(none.err.find("pass --data DIR (the format is inferred from its files) or --dataset NAME") != std::string::npos);
+
+  Result inferred = run_dnnc(dir, "train " + model + " --steps 2 --data " + dir.file("cifar"));
+  INFO(inferred.out << inferred.err);
+  CHECK(inferred.code == 0);
+  CHECK(inferred.out.find("data: cifar10 (format inferred from the files) from " + dir.file("cifar") +
+                          ": 96 train, 40 test images") != std::string::npos);
+
+  Result empty = run_dnnc(dir, "train " + model + " --data " + dir.path.string());
+  CHECK(empty.code == 1);
+  CHECK(empty.err.find("cannot tell its data set: it holds no MNIST-format IDX files") != std::string::npos);
+
+  // --dataset replaces the block's data set (and its default folder).
+  Result fashion = run_dnnc(dir, "train " + model + " --dataset fashion_mnist --data " + dir.file("nowhere"));
+  CHECK(fashion.code == 1);
+  CHECK(fashion.err.find("fashion_mnist data folder " + dir.file("nowhere") +
+                         " does not exist; put Fashion-MNIST's IDX files there (Debian's package "
+                         "dataset-fashion-mnist installs them in /usr/share/datasets/fashion-mnist)") !=
+        std::string::npos);
+  Result bad = run_dnnc(dir, "train " + model + " --dataset fashion");
+  CHECK(bad.code == 2);
+  CHECK(bad.err.find("--dataset: fashion not in {mnist,fashion_mnist,cifar10}") != std::string::npos);
+}
+
+TEST_CASE("fashion_mnist is found at the Debian package's path, or the error names the package",
+          "[trainer][cli][data]") {
+  dnnc::test::TempDir dir("cli_fashion");
+  std::error_code ec;
+  bool installed = std::filesystem::is_directory("/usr/share/datasets/fashion-mnist", ec);
+  // The seed MLP on Fashion-MNIST: a few steps on the real images, or the missing package named.
+  Result r = run_dnnc(dir, "train models/mnist_mlp.dnn --dataset fashion_mnist --steps 3");
+  INFO(r.out << r.err);
+  if (!installed) {
+    CHECK(r.code == 1);
+    CHECK(r.err.find("fashion_mnist data folder /usr/share/datasets/fashion-mnist does not exist; install Debian's "
+                     "package dataset-fashion-mnist (apt-get install dataset-fashion-mnist)") != std::string::npos);
+    return;
+  }
+  CHECK(r.code == 0);
+  CHECK(r.out.find("data: fashion_mnist from /usr/share/datasets/fashion-mnist: 60000 train, 10000 test images") !=
+        std::string::npos);
 }

@@ -3,6 +3,7 @@
 #include "runtime/trainer/trainer.h"
 
 #include <catch2/catch.hpp>
+#include <cstring>
 #include <numeric>
 
 #include "runtime/trainer/evaluate.h"
@@ -215,5 +216,31 @@ TEST_CASE("a data set of the wrong image size is refused, naming the input", "[t
   wrong.images.assign(2 * 28 * 28, 0);
   wrong.labels = {0, 1};
   CHECK_THROWS_WITH(make_batch_feed(m, kTrainGraph, wrong, {}, {}),
-                    Catch::Contains("input 'image' expects images of 3x32x32, the data set has 1x28x28"));
+                    Catch::Contains("input 'image' is f32[N,3,32,32], but the data set's images are 1x28x28 (784 "
+                                    "values each): expected f32[N,1,28,28] or another shape with 784 values"));
+}
+
+TEST_CASE("a flat image input, f32[N, C*H*W], is fed the images flattened in C, H, W order", "[trainer]") {
+  ir::Module flat = test::compile_for_training("tests/trainer/flat_mlp.dnn");
+  ir::Module nchw = test::compile_for_training(test::kTinyMlp);
+  Dataset ds = synthetic_cifar10(20, 3);
+  BatchFeed a = make_batch_feed(flat, kTrainGraph, ds, flat.train.data.mean, flat.train.data.std);
+  BatchFeed b = make_batch_feed(nchw, kTrainGraph, ds, nchw.train.data.mean, nchw.train.data.std);
+  CHECK(a.image_dims == std::vector<int64_t>{3072});
+  std::vector<int64_t> idx{4, 0, 19};
+  Tensor x = a.make(ds, idx).at("image"), y = b.make(ds, idx).at("image");
+  CHECK(x.shape() == std::vector<int64_t>{3, 3072});
+  CHECK(y.shape() == std::vector<int64_t>{3, 3, 32, 32});
+  CHECK(std::memcmp(x.data(), y.data(), y.nbytes()) == 0);
+
+  // And it trains: the loss falls on data it can learn.
+  Dataset train_set = synthetic_cifar10(160, 11);
+  ParamStore params = reference::init_params(flat, 7);
+  auto backend = make_reference_backend();
+  ExecutableCache cache(*backend, flat, params);
+  TrainOptions o;
+  o.epochs = 3, o.batch = 16, o.seed = 7, o.mean = flat.train.data.mean, o.std = flat.train.data.std;
+  TrainResult r = train(cache, train_set, nullptr, o);
+  REQUIRE(r.epochs.size() == 3);
+  CHECK(r.epochs.back().mean_loss < r.epochs.front().mean_loss);
 }
