@@ -14,6 +14,7 @@
 #include "cli/test_seams.h"
 #include "runtime/reference/interpreter.h"
 #include "runtime/trainer/jsonl_log.h"
+#include "runtime/trainer/plot.h"
 #include "runtime/trainer/progress.h"
 #include "runtime/trainer/trainer.h"
 
@@ -23,7 +24,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 struct TrainCliOptions {
-  std::string file, data, init, save, resume, log;
+  std::string file, data, init, save, resume, log, plot;
   DeviceOptions device;
   RecipeOverrides recipe;
   int64_t steps = 0, log_every = 10, eval_batch = 500, metrics_every = 50;
@@ -41,6 +42,7 @@ int run_train(const TrainCliOptions& o) {
   // Output paths before any work, so a typo does not cost a training run.
   if (!o.save.empty()) prepare_output_file(o.save, "--save");
   if (!o.log.empty()) prepare_output_file(o.log, "--log");
+  if (!o.plot.empty()) prepare_output_file(o.plot, "--plot");
   if (o.allow_other_model && o.init.empty())
     throw std::invalid_argument("--allow-other-model applies to --init only; give --init FILE");
   if (!o.resume.empty() && o.save.empty())
@@ -111,6 +113,8 @@ int run_train(const TrainCliOptions& o) {
     log = std::make_unique<runtime::JsonlLog>(o.log, o.log_every, !o.resume.empty());
     observers.push_back(log.get());
   }
+  runtime::CurveRecorder curves;
+  if (!o.plot.empty()) observers.push_back(&curves);
   runtime::ObserverList observer(observers);
   runtime::ExecutableCache cache(*backend, m, params);
   auto t2 = Clock::now();
@@ -126,6 +130,10 @@ int run_train(const TrainCliOptions& o) {
   std::cout << "\n";
   if (!o.save.empty())
     std::cout << fmt::format("saved: {} (state_dict) and {}\n", o.save, runtime::training_state_path(o.save));
+  if (!o.plot.empty()) {
+    runtime::write_plot(o.plot, curves.curves(), fmt::format("{}: {}", m.name, describe_recipe(m)));
+    std::cout << fmt::format("plot: {}\n", o.plot);
+  }
   if (r.final_eval)
     std::cout << fmt::format("test accuracy: {:.4f} ({}/{})\n", r.final_eval->accuracy(), r.final_eval->correct,
                              r.final_eval->total);
@@ -151,6 +159,7 @@ void add_train_command(CLI::App& app, Runner& run) {
   cmd->add_option("--save", o->save, "write the state_dict here (and FILE.train.safetensors for --resume)");
   cmd->add_option("--resume", o->resume, "continue the run saved with --save FILE");
   cmd->add_option("--log", o->log, "write metrics as JSON lines to this file (appended to on --resume)");
+  cmd->add_option("--plot", o->plot, "draw this run's loss and test accuracy as SVG here at the end (every step)");
   cmd->add_option("--log-every", o->log_every, "steps between --log step lines")->check(CLI::PositiveNumber);
   cmd->add_option("--eval-batch", o->eval_batch, "batch size of test-set evaluation")->check(CLI::PositiveNumber);
   cmd->add_flag("--no-shuffle", o->no_shuffle, "train every epoch in data set order");

@@ -19,6 +19,7 @@ void add_eval_command(CLI::App& app, Runner& run);     // cli/cmd_eval.cpp
 void add_infer_command(CLI::App& app, Runner& run);    // cli/cmd_eval.cpp
 void add_data_command(CLI::App& app, Runner& run);     // cli/cmd_data.cpp
 void add_compile_command(CLI::App& app, Runner& run);  // cli/cmd_compile.cpp
+void add_plot_command(CLI::App& app, Runner& run);     // cli/cmd_plot.cpp
 
 /// Loads a model: a `.dnn` file through the frontend, a `.ir` file through the IR parser.
 /// Throws ir::CompileError (with the file and location) on any error.

@@ -73,6 +73,7 @@ int main(int argc, char** argv) {
   dnnc::cli::add_infer_command(app, run);
   dnnc::cli::add_data_command(app, run);
   dnnc::cli::add_compile_command(app, run);
+  dnnc::cli::add_plot_command(app, run);
 
   // An unknown command: CLI11 would only say that a subcommand is required.
   std::vector<std::string> commands = command_names(app);

@@ -3,7 +3,7 @@
 # does nothing (and needs no network) when everything is already installed.
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build pkg-config libfmt-dev catch2 libcli11-dev
-      nlohmann-json3-dev libopenblas-dev zlib1g-dev python3)
+      nlohmann-json3-dev libopenblas-dev zlib1g-dev python3 librsvg2-bin)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -271,3 +271,90 @@ TEST_CASE("fashion_mnist is found at the Debian package's path, or the error nam
   CHECK(r.out.find("data: fashion_mnist from /usr/share/datasets/fashion-mnist: 60000 train, 10000 test images") !=
         std::string::npos);
 }
+
+namespace {
+
+// The values of attribute `attr` of every element of class group `group` in an SVG from render_svg.
+std::vector<std::string> svg_values(const std::string& svg, const std::string& group, const std::string& attr) {
+  std::vector<std::string> out;
+  size_t g = svg.find("<g class=\"" + group + "\">");
+  if (g == std::string::npos) return out;
+  size_t end = svg.find("</g>", g);
+  for (size_t at = svg.find(attr + "=\"", g); at < end; at = svg.find(attr + "=\"", at + 1)) {
+    size_t v = at + attr.size() + 2;
+    out.push_back(svg.substr(v, svg.find('"', v) - v));
+  }
+  return out;
+}
+
+std::string g6(double v) { return fmt::format("{:.6g}", v); }
+
+}  // namespace
+
+TEST_CASE("train --plot and dnnc plot draw the log's points, and the SVG renders", "[trainer][cli][plot]") {
+  dnnc::test::TempDir dir("cli_plot");
+  synth(dir);
+  // 8 steps: epoch 1 (6 steps) with its evaluation, then a stop inside epoch 2.
+  Result r = run_dnnc(dir, std::string("train ") + dnnc::test::kTinyMlp + " --data " + dir.file("cifar") +
+                               " --steps 8 --log-every 1 --log " + dir.file("run.jsonl") + " --plot " +
+                               dir.file("plots/train.svg"));
+  INFO(r.out << r.err);
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("plot: " + dir.file("plots/train.svg")) != std::string::npos);
+  Result p = run_dnnc(dir, "plot " + dir.file("run.jsonl") + " -o " + dir.file("log.svg"));
+  INFO(p.out << p.err);
+  REQUIRE(p.code == 0);
+  CHECK(p.out == "wrote " + dir.file("log.svg") + ": 8 step losses, 2 evaluations, up to step 8\n");
+
+  std::vector<std::string> steps, losses, eval_steps, accs, epoch_losses;
+  std::istringstream log(dnnc::test::read_file(dir.file("run.jsonl")));
+  std::string line;
+  while (std::getline(log, line)) {
+    auto j = nlohmann::json::parse(line);
+    if (j["event"] == "step") {
+      steps.push_back(std::to_string(j["step"].get<int>()));
+      losses.push_back(g6(j["loss"].get<double>()));
+    } else {
+      eval_steps.push_back(std::to_string(j["step"].get<int>()));
+      accs.push_back(g6(j["test_acc"].get<double>()));
+      if (j["event"] == "epoch") epoch_losses.push_back(g6(j["loss"].get<double>()));
+    }
+  }
+  REQUIRE(steps.size() == 8);
+  REQUIRE(accs.size() == 2);
+  for (const char* svg_file : {"plots/train.svg", "log.svg"}) {
+    INFO(svg_file);
+    std::string svg = dnnc::test::read_file(dir.file(svg_file));
+    CHECK(svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""));
+    CHECK(svg_values(svg, "step-points", "data-step") == steps);
+    CHECK(svg_values(svg, "acc-points", "data-step") == eval_steps);
+    CHECK(svg_values(svg, "acc-points", "data-acc") == accs);
+    CHECK(svg_values(svg, "epoch-loss", "data-loss") == epoch_losses);
+    // train --plot keeps the exact step losses; the log rounds nothing either.
+    CHECK(svg_values(svg, "step-points", "data-loss") == losses);
+  }
+  // It renders: rsvg-convert (librsvg2-bin, installed by scripts/install-deps.sh) turns it into a PNG.
+  if (std::system("command -v rsvg-convert >/dev/null 2>&1") != 0) {
+    WARN("skipped the rendering check: no rsvg-convert");
+    return;
+  }
+  std::string png = dir.file("log.png");
+  REQUIRE(std::system(("rsvg-convert " + dir.file("log.svg") + " -o " + png).c_str()) == 0);
+  std::string bytes = dnnc::test::read_file(png);
+  CHECK(bytes.substr(0, 8) == std::string("\x89PNG\r\n\x1a\n", 8));
+  CHECK(bytes.size() > 2000);
+}
+
+TEST_CASE("dnnc plot refuses what is not a dnnc log, naming the line", "[trainer][cli][plot]") {
+  dnnc::test::TempDir dir("cli_plot_bad");
+  std::ofstream(dir.file("bad.jsonl")) << "{\"event\":\"step\",\"step\":1,\"loss\":2.3}\nnot json\n";
+  Result bad = run_dnnc(dir, "plot " + dir.file("bad.jsonl"));
+  CHECK(bad.code == 1);
+  CHECK(bad.err.find(dir.file("bad.jsonl") + ":2: not a line of a dnnc log") != std::string::npos);
+  std::ofstream(dir.file("empty.jsonl")) << "";
+  Result empty = run_dnnc(dir, "plot " + dir.file("empty.jsonl"));
+  CHECK(empty.code == 1);
+  CHECK(empty.err.find("the log has no step or epoch lines to plot") != std::string::npos);
+  Result self = run_dnnc(dir, "plot " + dir.file("bad.jsonl") + " -o " + dir.file("bad.jsonl"));
+  CHECK(self.code == 2);
+}
