@@ -88,8 +88,12 @@ std::string describe_recipe(const ir::Module& m) {
     if ((d && *d == 0 && std::string(key) != "lr") || (b && !*b)) continue;  // defaults that do nothing
     s += fmt::format(" {} {}", key, ir::attr_to_string(it->second));
   }
-  return fmt::format("{}, batch {}, {} epoch{}, seed {}", s, m.train.batch, m.train.epochs,
-                     m.train.epochs == 1 ? "" : "s", m.train.seed);
+  s = fmt::format("{}, batch {}, {} epoch{}, seed {}", s, m.train.batch, m.train.epochs,
+                  m.train.epochs == 1 ? "" : "s", m.train.seed);
+  const ir::DataConfig& d = m.train.data;
+  if (d.crop_padding) s += fmt::format(", random crop (padding {})", d.crop_padding);
+  if (d.flip_p) s += fmt::format(", random horizontal flip (p {})", d.flip_p);
+  return s;
 }
 
 std::string describe_parameters(const ir::Module& m) {

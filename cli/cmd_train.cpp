@@ -102,6 +102,7 @@ int run_train(const TrainCliOptions& o) {
   topt.eval_batch = o.eval_batch;
   topt.mean = m.train.data.mean;
   topt.std = m.train.data.std;
+  topt.augment = {m.train.data.crop_padding, m.train.data.flip_p};
   topt.save_path = o.save;
   topt.metrics_every = o.metrics_every;
   topt.save_hooks = test_save_hooks();

@@ -23,7 +23,8 @@ struct DataSet {
 };
 const std::vector<DataSet> kDataSets = {{"mnist", 1, 28, 28}, {"fashion_mnist", 1, 28, 28}, {"cifar10", 3, 32, 32}};
 
-const std::vector<std::string> kSettings = {"data", "batch", "epochs", "seed", "optimizer"};
+const std::vector<std::string> kSettings = {"data", "augment", "batch", "epochs", "seed", "optimizer"};
+const std::vector<std::string> kAugmentations = {"random_crop", "random_horizontal_flip"};
 const std::vector<std::string> kOptimizers = {"sgd", "adam", "adamw"};
 
 class TrainLowering {
@@ -56,6 +57,7 @@ class TrainLowering {
     tc.epochs = seen.count("epochs") ? int_at_least(*seen["epochs"], 1) : 0;
     tc.seed = seen.count("seed") ? int_at_least(*seen["seed"], 0) : 0;
     if (seen.count("data")) data(*seen["data"]->value);
+    if (seen.count("augment")) augment(*seen["augment"]->value);
     optimizer(*seen["optimizer"]->value);
   }
 
@@ -79,7 +81,7 @@ class TrainLowering {
            fmt::format("'{}' is an optimizer argument; write it inside the optimizer, e.g. optimizer = sgd({}: ...)",
                        a.name, a.name));
     std::string hint = did_you_mean(a.name, kSettings);
-    if (hint.empty()) hint = "; expected one of data, batch, epochs, seed, optimizer";
+    if (hint.empty()) hint = "; expected one of data, augment, batch, epochs, seed, optimizer";
     fail(a.loc, fmt::format("unknown train setting '{}'{}", a.name, hint));
   }
 
@@ -172,6 +174,37 @@ class TrainLowering {
       if (v.type != ir::TensorType{ir::DType::i64, {ir::kBatch}})
         fail(input_decl(v.name)->loc, fmt::format("input '{}' receives the {} labels: expected i64[{}], found {}",
                                                   v.name, ds.name, bs, ir::to_string(v.type, bs)));
+    }
+  }
+
+  /// augment = random_crop(padding: P) | random_horizontal_flip(p: 0.5) | (one, other)
+  void augment(const Expr& e) {
+    std::vector<const Expr*> items;
+    if (e.kind == ExprKind::tuple)
+      for (const auto& x : e.elems) items.push_back(x.get());
+    else
+      items.push_back(&e);
+    ir::DataConfig& dc = m_.train.data;
+    std::map<std::string, const Expr*> seen;
+    for (const Expr* x : items) {
+      expect_call(*x, "augment", kAugmentations, "augmentation");
+      auto [it, fresh] = seen.emplace(x->name, x);
+      if (!fresh)
+        fail(x->loc, fmt::format("augmentation {} is given twice (first at {}:{})", x->name, it->second->loc.line,
+                                 it->second->loc.col));
+      if (x->name == "random_crop") {
+        Bound b = bind_args(*x, Signature{"random_crop", {"padding"}, 1, false}, file_);
+        dc.crop_padding = ev_.eval_int(*b.slots[0], "argument 'padding' of random_crop");
+        if (dc.crop_padding < 1)
+          fail(expr_start(*b.slots[0]), fmt::format("padding of random_crop must be at least 1, found {}",
+                                                    dc.crop_padding));
+      } else {
+        Bound b = bind_args(*x, Signature{"random_horizontal_flip", {"p"}, 0, false}, file_);
+        dc.flip_p = b.slots[0] ? ev_.eval_float(*b.slots[0], "argument 'p' of random_horizontal_flip") : 0.5;
+        if (!(dc.flip_p > 0 && dc.flip_p <= 1))
+          fail(expr_start(*b.slots[0]),
+               fmt::format("p of random_horizontal_flip must be in (0, 1], found {}", dc.flip_p));
+      }
     }
   }
 

@@ -102,6 +102,9 @@ std::string train_diff(const TrainConfig& a, const TrainConfig& b) {
   if (!same_bits(a.data.mean, b.data.mean) || !same_bits(a.data.std, b.data.std))
     return fmt::format("train normalisation mean={} std={} vs mean={} std={}", attr_to_string(a.data.mean),
                        attr_to_string(a.data.std), attr_to_string(b.data.mean), attr_to_string(b.data.std));
+  if (a.data.crop_padding != b.data.crop_padding || !same_bits(a.data.flip_p, b.data.flip_p))
+    return fmt::format("train augmentation crop_padding={} flip_p={} vs crop_padding={} flip_p={}", a.data.crop_padding,
+                       a.data.flip_p, b.data.crop_padding, b.data.flip_p);
   if (a.batch != b.batch || a.epochs != b.epochs || a.seed != b.seed)
     return fmt::format("train batch/epochs/seed {}/{}/{} vs {}/{}/{}", a.batch, a.epochs, a.seed, b.batch, b.epochs,
                        b.seed);

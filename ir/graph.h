@@ -102,6 +102,8 @@ struct Param {
 struct DataConfig {
   std::string dataset;  // "mnist" | "fashion_mnist" | "cifar10" | "" (none given)
   std::vector<double> mean, std;  // per-channel normalisation, (x/255 - mean)/std
+  int64_t crop_padding = 0;       // augment: random_crop(padding: P); 0: none
+  double flip_p = 0;              // augment: random_horizontal_flip(p); 0: none
 };
 
 struct OptimizerConfig {

@@ -242,8 +242,8 @@ class Parser {
   }
 
   /// train ::= 'train' '{' train_field (',' train_field)* '}' 'optimizer' string attr_dict [loc]
-  /// train_field ::= ('data' '=' string | 'mean' '=' list | 'std' '=' list | 'batch' '=' int
-  ///                 | 'epochs' '=' int | 'seed' '=' int)
+  /// train_field ::= ('data' '=' string | 'mean' '=' list | 'std' '=' list | 'crop_padding' '=' int
+  ///                 | 'flip_p' '=' number | 'batch' '=' int | 'epochs' '=' int | 'seed' '=' int)
   void parse_train() {
     const Token& start = advance();
     if (m_.train.present) error_at(start.loc, "a second train config; expected one, found two");
@@ -274,8 +274,18 @@ class Parser {
           t.epochs = parse_int("an integer epoch count");
         } else if (k == "seed") {
           t.seed = parse_int("an integer seed");
+        } else if (k == "crop_padding") {
+          t.data.crop_padding = parse_int("an integer crop padding");
+        } else if (k == "flip_p") {
+          AttrValue v = parse_attr_value();
+          if (auto* f = std::get_if<double>(&v))
+            t.data.flip_p = *f;
+          else if (auto* i = std::get_if<int64_t>(&v))
+            t.data.flip_p = static_cast<double>(*i);
+          else
+            error_at(key.loc, fmt::format("expected a number for 'flip_p', found {}", attr_to_string(v)));
         } else {
-          error(key, "a train field (data, mean, std, batch, epochs, seed)");
+          error(key, "a train field (data, mean, std, crop_padding, flip_p, batch, epochs, seed)");
         }
       } while (accept_punct(","));
     }

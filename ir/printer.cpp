@@ -110,9 +110,13 @@ std::string print(const Module& m) {
                        param_role_name(p.role), print_init(p.init), print_loc(p.loc));
   const TrainConfig& t = m.train;
   if (t.present) {
-    out += fmt::format("  train {{data={}, mean={}, std={}, batch={}, epochs={}, seed={}}} optimizer {} {}{}\n",
-                       quoted(t.data.dataset), attr_to_string(t.data.mean), attr_to_string(t.data.std), t.batch,
-                       t.epochs, t.seed, quoted(t.optimizer.kind), print_attrs(t.optimizer.attrs), print_loc(t.loc));
+    std::string augment;  // printed only where set, so older IR text reads the same
+    if (t.data.crop_padding) augment += fmt::format(", crop_padding={}", t.data.crop_padding);
+    if (t.data.flip_p) augment += fmt::format(", flip_p={}", attr_to_string(t.data.flip_p));
+    out += fmt::format("  train {{data={}, mean={}, std={}{}, batch={}, epochs={}, seed={}}} optimizer {} {}{}\n",
+                       quoted(t.data.dataset), attr_to_string(t.data.mean), attr_to_string(t.data.std), augment,
+                       t.batch, t.epochs, t.seed, quoted(t.optimizer.kind), print_attrs(t.optimizer.attrs),
+                       print_loc(t.loc));
   }
   for (const Graph& g : m.graphs) print_graph(out, g, m, "  ");
   return out + "}\n";

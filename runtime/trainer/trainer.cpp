@@ -19,6 +19,13 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// 0, 1, ..., n-1: the indices of an augmented batch, which holds just the batch's images.
+std::vector<int64_t> all_of_batch(size_t n) {
+  std::vector<int64_t> v(n);
+  std::iota(v.begin(), v.end(), int64_t{0});
+  return v;
+}
+
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 std::string non_finite_message(int64_t step, int64_t epoch, double loss, const std::vector<std::string>& bad) {
@@ -134,7 +141,9 @@ TrainResult train(ExecutableCache& cache, const Dataset& train_set, const Datase
   auto run_step = [&](int64_t e, int64_t b, const std::vector<int64_t>& order) {
     auto t0 = Clock::now();
     std::span<const int64_t> idx = batch_indices(order, o.batch, b);
-    std::map<std::string, Tensor> inputs = feed.make(train_set, idx);
+    std::map<std::string, Tensor> inputs =
+        o.augment.active() ? feed.make(augmented_batch(train_set, idx, o.augment, o.seed, e), all_of_batch(idx.size()))
+                           : feed.make(train_set, idx);
     double data_s = since(t0);
     Executable& exe = cache.get(kTrainGraph, static_cast<int64_t>(idx.size()));
     auto t1 = Clock::now();
@@ -155,7 +164,8 @@ TrainResult train(ExecutableCache& cache, const Dataset& train_set, const Datase
   const int64_t full_batches = train_set.n / o.batch;
   const int64_t metrics_every = std::max<int64_t>(1, o.metrics_every);
   cuda::ResidentTrainer* resident = nullptr;
-  if (remaining > 0 && full_batches > 0 && cache.backend().name() == "cuda")
+  // The device holds the data set as loaded, so augmented runs go step by step.
+  if (remaining > 0 && full_batches > 0 && cache.backend().name() == "cuda" && !o.augment.active())
     resident = cuda::resident_trainer(cache.get(kTrainGraph, o.batch));
   if (resident) {
     auto t0 = Clock::now();

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/data/augment.h"
 #include "runtime/data/dataset.h"
 #include "runtime/trainer/checkpoint_io.h"
 #include "runtime/trainer/executable_cache.h"
@@ -28,6 +29,7 @@ struct TrainOptions {
   int64_t max_steps = 0;  // stop after this many steps of this run; 0: no limit
   int64_t eval_batch = 500;
   std::vector<double> mean, std;          // per-channel input normalization
+  Augmentation augment;                   // of the training batches (not of evaluation)
   std::string save_path;                  // non-empty: save_checkpoint at every epoch end and at a --steps stop
   int64_t metrics_every = 50;             // cuda resident training: steps per device call (host reads losses)
   const SaveHooks* save_hooks = nullptr;  // test seam for checkpoint writes (write_safetensors)

@@ -87,3 +87,30 @@ TEST_CASE("train: fashion_mnist is a data set of 1x28x28 images", "[frontend][tr
                                              "t.dnn"),
                     Catch::Contains("but fashion_mnist images are f32[N,1,28,28]"));
 }
+
+TEST_CASE("train: augment takes random_crop and random_horizontal_flip, alone or as a tuple", "[frontend][train]") {
+  ir::TrainConfig both = train(
+      "  data = cifar10()\n  augment = (random_crop(padding: 4), random_horizontal_flip())\n"
+      "  batch = 8\n  epochs = 1\n  optimizer = sgd()");
+  CHECK(both.data.crop_padding == 4);
+  CHECK(both.data.flip_p == 0.5);
+  ir::TrainConfig flip = train("  augment = random_horizontal_flip(p: 0.25)\n  batch = 8\n  optimizer = sgd()");
+  CHECK(flip.data.crop_padding == 0);
+  CHECK(flip.data.flip_p == 0.25);
+  auto error = [](const std::string& body) {
+    try {
+      train(body + "\n  batch = 8\n  optimizer = sgd()");
+    } catch (const ir::CompileError& e) {
+      return e.message();
+    }
+    return std::string("no error");
+  };
+  CHECK(error("  augment = random_flip()") ==
+        "unknown augmentation 'random_flip'; known: random_crop, random_horizontal_flip");
+  CHECK(error("  augment = random_crop(padding: 0)") == "padding of random_crop must be at least 1, found 0");
+  CHECK(error("  augment = random_crop()") == "random_crop is missing argument 'padding'; it takes (padding)");
+  CHECK(error("  augment = (random_crop(padding: 2), random_crop(padding: 4))") ==
+        "augmentation random_crop is given twice (first at 8:14)");
+  CHECK(error("  augment = random_horizontal_flip(p: 1.5)") ==
+        "p of random_horizontal_flip must be in (0, 1], found 1.5");
+}

@@ -60,6 +60,17 @@ TEST_CASE("a module with every param role, layouts, multi-output nodes and updat
   CHECK(std::signbit(back.params[6].init.bound));
 }
 
+TEST_CASE("the train config's augmentation round-trips, and is absent from the text when unset", "[ir][text]") {
+  Module m = mlp_module();
+  m.train.present = true;
+  m.train.optimizer.kind = "sgd";
+  CHECK(print(m).find("crop_padding") == std::string::npos);
+  m.train.data.crop_padding = 4;
+  m.train.data.flip_p = 0.3;
+  CHECK(print(m).find(", crop_padding=4, flip_p=0.3, batch=") != std::string::npos);
+  check_round_trip(m);
+}
+
 TEST_CASE("float attributes round-trip bit-exactly", "[ir][text]") {
   const std::vector<double> values = {0.1,
                                       1.0 / 3.0,
