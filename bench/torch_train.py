@@ -80,6 +80,8 @@ def main():
     ap.add_argument("--std", type=float, required=True)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--threads", default="auto")
+    ap.add_argument("--eval-every-epoch", action="store_true",
+                    help="evaluate after every epoch, printing {\"epoch\": E, \"test_acc\": A} lines as it goes")
     args = ap.parse_args()
     t_start = time.perf_counter()
     images, labels = load(args.data_dir, "train")
@@ -90,24 +92,34 @@ def main():
     else:
         threads = int(args.threads)
     probe_s = time.perf_counter() - t_probe
+    if args.eval_every_epoch:
+        print(json.dumps({"probe_s": probe_s}), flush=True)
     torch.set_num_threads(threads)
     torch.manual_seed(args.seed)
     model, _ = torch_zoo.make_model(args.model)
     opt = torch_zoo.make_optimizer(args.model, model)
     loss_fn = nn.CrossEntropyLoss()
+    def evaluate():
+        model.eval()
+        hits = 0
+        with torch.no_grad():
+            for x, y in batches(test_images, test_labels, 1000, torch.arange(len(test_labels)), args.mean, args.std):
+                hits += int((model(x).argmax(1) == y).sum())
+        return hits
+
     t0 = time.perf_counter()
-    for _ in range(args.epochs):
+    for epoch in range(args.epochs):
         model.train()
         for x, y in batches(images, labels, args.batch, torch.randperm(len(labels)), args.mean, args.std):
             opt.zero_grad()
             loss_fn(model(x), y).backward()
             opt.step()
+        if args.eval_every_epoch and epoch + 1 < args.epochs:
+            print(json.dumps({"epoch": epoch + 1, "test_acc": evaluate() / len(test_labels)}), flush=True)
     train_s = time.perf_counter() - t0
-    model.eval()
-    correct = 0
-    with torch.no_grad():
-        for x, y in batches(test_images, test_labels, 1000, torch.arange(len(test_labels)), args.mean, args.std):
-            correct += int((model(x).argmax(1) == y).sum())
+    correct = evaluate()
+    if args.eval_every_epoch:
+        print(json.dumps({"epoch": args.epochs, "test_acc": correct / len(test_labels)}), flush=True)
     print(json.dumps({"model": args.model, "seed": args.seed, "threads": threads, "test_acc": correct / len(test_labels),
                       "train_s": round(train_s, 2), "probe_s": round(probe_s, 2),
                       "total_s": round(time.perf_counter() - t_start - probe_s, 2)}))

@@ -35,6 +35,23 @@ class ResNetMnist(nn.Module):
         return self.fc(torch.flatten(F.avg_pool2d(x3, 14), 1))
 
 
+class FashionCNN(nn.Module):
+    """models/fashion_cnn.dnn: two conv + batchnorm + max-pool blocks, dropout before the classifier."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1, self.bn1 = conv_bn(1, 16)
+        self.conv2, self.bn2 = conv_bn(16, 32)
+        self.fc1 = nn.Linear(32 * 7 * 7, 128)
+        self.fc2 = nn.Linear(128, 10)
+        self.drop = nn.Dropout(0.25)
+
+    def forward(self, x):
+        h1 = F.max_pool2d(F.relu(self.bn1(self.conv1(x))), 2)
+        h2 = F.max_pool2d(F.relu(self.bn2(self.conv2(h1))), 2)
+        return self.fc2(self.drop(F.relu(self.fc1(torch.flatten(h2, 1)))))
+
+
 def mlp():
     return nn.Sequential(nn.Flatten(), nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 256), nn.ReLU(),
                          nn.Linear(256, 10))
@@ -63,6 +80,8 @@ def make_model(name):
                              nn.Linear(64 * 8 * 8, 128), nn.ReLU(), nn.Linear(128, 10)), cifar
     if name == "resnet_mnist":
         return ResNetMnist(), mnist
+    if name == "fashion_cnn":
+        return FashionCNN(), mnist
     raise SystemExit(f"torch_zoo: no PyTorch equivalent of model '{name}'")
 
 
@@ -76,6 +95,7 @@ OPTIMIZERS = {
     "cifar_strided": lambda p: torch.optim.SGD(p, lr=0.01, momentum=0.9),
     "vgg_cifar": lambda p: torch.optim.SGD(p, lr=0.01, momentum=0.9),
     "resnet_mnist": lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.9),
+    "fashion_cnn": lambda p: torch.optim.Adam(p, lr=2e-3),
 }
 
 

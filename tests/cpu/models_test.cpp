@@ -12,7 +12,8 @@ using namespace dnnc;
 namespace {
 
 const std::vector<std::string> kModels = {"mnist_mlp",  "mnist_mlp_adam", "lenet5",       "cifar_cnn",
-                                          "cifar_strided", "vgg_cifar",   "resnet_mnist", "mlp_layernorm_adamw"};
+                                          "cifar_strided", "vgg_cifar",   "resnet_mnist", "mlp_layernorm_adamw",
+                                          "fashion_cnn"};
 
 void check_module(const ir::Module& m, const std::string& name, int64_t batch,
                   const runtime::cpu::CpuOptions& options = test::cpu_test_options());
@@ -88,6 +89,7 @@ TEST_CASE("cpu equals reference: cifar_cnn", "[cpu][models]") { check_model("cif
 TEST_CASE("cpu equals reference: cifar_strided", "[cpu][models]") { check_model("cifar_strided", 6); }
 TEST_CASE("cpu equals reference: vgg_cifar", "[cpu][models]") { check_model("vgg_cifar", 4); }
 TEST_CASE("cpu equals reference: resnet_mnist", "[cpu][models]") { check_model("resnet_mnist", 4); }
+TEST_CASE("cpu equals reference: fashion_cnn", "[cpu][models]") { check_model("fashion_cnn", 5); }
 // Batch 8: at batches 5 and 6 three AdamW steps drift to 1.5e-5 of the reference (Adam divides by
 // sqrt(v), so near-zero gradients of layernorm's weight and bias amplify rounding); issue 21
 // holds such cases to float64 instead of a fixed 1e-5.
