@@ -23,9 +23,10 @@ ROOT = os.path.dirname(HERE)
 # (model stem, graph, batch): every zoo model's train step at its train block's batch (the seed
 # CNN also at 128), then test-set inference (`dnnc eval` against torch.no_grad()) at batch 1000.
 ZOO = ["mnist_mlp", "mnist_mlp_adam", "mlp_layernorm_adamw", "lenet5", "cifar_cnn", "cifar_strided", "vgg_cifar",
-       "resnet_mnist"]
+       "resnet_mnist", "fashion_cnn"]
 TRAIN_BATCH = {"mnist_mlp": 128, "mnist_mlp_adam": 128, "mlp_layernorm_adamw": 128, "lenet5": 64, "cifar_cnn": 4,
-               "cifar_strided": 32, "vgg_cifar": 64, "resnet_mnist": 32}
+               "cifar_strided": 32, "vgg_cifar": 64, "resnet_mnist": 32,
+               "fashion_cnn": 128}
 CONFIGS = ([(m, "train", TRAIN_BATCH[m]) for m in ZOO[:5]] + [("cifar_cnn", "train", 128)] +
            [(m, "train", TRAIN_BATCH[m]) for m in ZOO[5:]] + [(m, "infer", 1000) for m in ZOO])
 SPEEDUP_TARGET = 2.0  # issue 20: every zoo model's train step and eval at least 2x PyTorch

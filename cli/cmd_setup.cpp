@@ -88,6 +88,12 @@ std::string describe_recipe(const ir::Module& m) {
     if ((d && *d == 0 && std::string(key) != "lr") || (b && !*b)) continue;  // defaults that do nothing
     s += fmt::format(" {} {}", key, ir::attr_to_string(it->second));
   }
+  const ir::ScheduleConfig& sched = m.train.schedule;
+  if (!sched.kind.empty()) {
+    std::string args;
+    for (const auto& [k, v] : sched.attrs) args += fmt::format("{}{} {}", args.empty() ? "" : ", ", k, ir::attr_to_string(v));
+    s += fmt::format(", {} schedule{}", sched.kind, args.empty() ? "" : " (" + args + ")");
+  }
   s = fmt::format("{}, batch {}, {} epoch{}, seed {}", s, m.train.batch, m.train.epochs,
                   m.train.epochs == 1 ? "" : "s", m.train.seed);
   const ir::DataConfig& d = m.train.data;

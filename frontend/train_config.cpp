@@ -10,6 +10,7 @@
 #include "frontend/call_args.h"
 #include "frontend/const_eval.h"
 #include "frontend/suggest.h"
+#include "ir/lr_schedule.h"
 
 namespace dnnc::frontend {
 namespace {
@@ -23,9 +24,29 @@ struct DataSet {
 };
 const std::vector<DataSet> kDataSets = {{"mnist", 1, 28, 28}, {"fashion_mnist", 1, 28, 28}, {"cifar10", 3, 32, 32}};
 
-const std::vector<std::string> kSettings = {"data", "augment", "batch", "epochs", "seed", "optimizer"};
+const std::vector<std::string> kSettings = {"data", "augment", "batch", "epochs", "seed", "optimizer", "schedule"};
 const std::vector<std::string> kAugmentations = {"random_crop", "random_horizontal_flip"};
 const std::vector<std::string> kOptimizers = {"sgd", "adam", "adamw"};
+
+// Each schedule's arguments (positional order) and how each is read.
+enum class ArgKind { integer, number, integers, name, flag };
+struct ScheduleArg {
+  const char* name;
+  ArgKind kind;
+};
+const std::vector<std::pair<std::string, std::vector<ScheduleArg>>> kSchedules = {
+    {"step", {{"step_size", ArgKind::integer}, {"gamma", ArgKind::number}}},
+    {"multistep", {{"milestones", ArgKind::integers}, {"gamma", ArgKind::number}}},
+    {"cosine", {{"t_max", ArgKind::number}, {"eta_min", ArgKind::number}}},
+    {"linear", {{"start_factor", ArgKind::number}, {"end_factor", ArgKind::number}, {"total_iters", ArgKind::integer}}},
+    {"one_cycle",
+     {{"max_lr", ArgKind::number},
+      {"pct_start", ArgKind::number},
+      {"anneal_strategy", ArgKind::name},
+      {"div_factor", ArgKind::number},
+      {"final_div_factor", ArgKind::number},
+      {"three_phase", ArgKind::flag}}},
+};
 
 class TrainLowering {
  public:
@@ -59,6 +80,7 @@ class TrainLowering {
     if (seen.count("data")) data(*seen["data"]->value);
     if (seen.count("augment")) augment(*seen["augment"]->value);
     optimizer(*seen["optimizer"]->value);
+    if (seen.count("schedule")) schedule(*seen["schedule"]->value);
   }
 
  private:
@@ -81,7 +103,7 @@ class TrainLowering {
            fmt::format("'{}' is an optimizer argument; write it inside the optimizer, e.g. optimizer = sgd({}: ...)",
                        a.name, a.name));
     std::string hint = did_you_mean(a.name, kSettings);
-    if (hint.empty()) hint = "; expected one of data, augment, batch, epochs, seed, optimizer";
+    if (hint.empty()) hint = "; expected one of data, augment, batch, epochs, seed, optimizer, schedule";
     fail(a.loc, fmt::format("unknown train setting '{}'{}", a.name, hint));
   }
 
@@ -205,6 +227,50 @@ class TrainLowering {
           fail(expr_start(*b.slots[0]),
                fmt::format("p of random_horizontal_flip must be in (0, 1], found {}", dc.flip_p));
       }
+    }
+  }
+
+  /// schedule = step(step_size, gamma) | multistep(milestones, gamma) | cosine(t_max, eta_min)
+  ///          | linear(start_factor, end_factor, total_iters)
+  ///          | one_cycle(max_lr, pct_start, anneal_strategy, div_factor, final_div_factor, three_phase)
+  /// Range checks are ir::LrSchedule's (PyTorch's), reported at the argument at fault.
+  void schedule(const Expr& e) {
+    std::vector<std::string> names;
+    for (const auto& [k, args] : kSchedules) names.push_back(k);
+    expect_call(e, "schedule", names, "schedule");
+    const auto& args = std::find_if(kSchedules.begin(), kSchedules.end(), [&](const auto& k) { return k.first == e.name; })->second;
+    std::vector<std::string> params;
+    for (const ScheduleArg& a : args) params.push_back(a.name);
+    size_t required = e.name == "step" || e.name == "multistep" || e.name == "one_cycle" ? 1 : 0;
+    Bound b = bind_args(e, Signature{"schedule " + e.name, params, required, false}, file_);
+    ir::ScheduleConfig& sc = m_.train.schedule;
+    sc.kind = e.name;
+    sc.attrs.clear();
+    for (size_t i = 0; i < args.size(); ++i) {
+      const Expr* x = b.slots[i];
+      if (!x) continue;
+      std::string what = fmt::format("argument '{}' of schedule {}", args[i].name, e.name);
+      ir::AttrValue v;
+      switch (args[i].kind) {
+        case ArgKind::integer: v = ev_.eval_int(*x, what); break;
+        case ArgKind::number: v = ev_.eval_float(*x, what); break;
+        case ArgKind::integers: v = ev_.eval_ints(*x, what); break;
+        case ArgKind::flag: v = ev_.eval_bool(*x, what); break;
+        case ArgKind::name:
+          if (x->kind != ExprKind::ident || (x->name != "cos" && x->name != "linear"))
+            fail(expr_start(*x), fmt::format("{} expects cos or linear; found {}", what, describe_expr(*x)));
+          v = x->name;
+          break;
+      }
+      sc.attrs[args[i].name] = v;
+    }
+    try {
+      ir::LrSchedule(sc, 1.0, std::max<int64_t>(1, m_.train.epochs), 1);
+    } catch (const ir::ScheduleError& err) {
+      ir::SourceLoc at = e.loc;
+      for (size_t i = 0; i < args.size(); ++i)
+        if (b.slots[i] && err.arg == args[i].name) at = expr_start(*b.slots[i]);
+      fail(at, err.what());
     }
   }
 

@@ -111,6 +111,9 @@ std::string train_diff(const TrainConfig& a, const TrainConfig& b) {
   if (a.optimizer.kind != b.optimizer.kind)
     return fmt::format("optimizer '{}' vs '{}'", a.optimizer.kind, b.optimizer.kind);
   if (auto d = attrs_diff(a.optimizer.attrs, b.optimizer.attrs); !d.empty()) return "optimizer " + d;
+  if (a.schedule.kind != b.schedule.kind)
+    return fmt::format("schedule '{}' vs '{}'", a.schedule.kind, b.schedule.kind);
+  if (auto d = attrs_diff(a.schedule.attrs, b.schedule.attrs); !d.empty()) return "schedule " + d;
   if (!(a.loc == b.loc)) return fmt::format("train loc {} vs {}", loc_str(a.loc), loc_str(b.loc));
   return {};
 }

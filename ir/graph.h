@@ -111,6 +111,19 @@ struct OptimizerConfig {
   Attrs attrs;               // lr, momentum, dampening, nesterov, weight_decay, betas, eps
 };
 
+/// A learning-rate schedule (torch.optim.lr_scheduler semantics, docs/training.md): "step"
+/// (step_size, gamma), "multistep" (milestones, gamma), "cosine" (t_max, eta_min), "linear"
+/// (start_factor, end_factor, total_iters), all stepped at epoch ends; "one_cycle" (max_lr,
+/// pct_start, anneal_strategy, div_factor, final_div_factor), stepped after every batch.
+struct ScheduleConfig {
+  std::string kind;  // "" (none: the optimizer's lr throughout) or one of the above
+  Attrs attrs;
+};
+
+/// The train_step graph input that carries the step's learning rate (f32[]) when the train
+/// config has a schedule; the update ops then read it in place of their `lr` attribute.
+inline constexpr const char* kLrInput = "dnnc.lr";
+
 struct TrainConfig {
   bool present = false;  // a `train` block was given
   DataConfig data;
@@ -118,6 +131,7 @@ struct TrainConfig {
   int64_t epochs = 0;
   int64_t seed = 0;
   OptimizerConfig optimizer;
+  ScheduleConfig schedule;
   SourceLoc loc;
 };
 

@@ -26,7 +26,8 @@ void expect_at_least(const std::string& op, const Attrs& attrs, const std::strin
 
 // Outputs: new param, plus the new momentum buffer when momentum != 0. With momentum the
 // momentum_buf and step operands are required (PyTorch's first step copies the gradient into
-// the buffer); without it they must be absent.
+// the buffer); without it they must be absent. One more, last operand is the step's learning
+// rate (an f32 scalar, the scheduled lr), which then replaces the `lr` attribute.
 Types sgd_update_rule(const Types& in, const Attrs& attrs) {
   const std::string op = "sgd_update";
   const TensorType& param = in[0];
@@ -42,10 +43,12 @@ Types sgd_update_rule(const Types& in, const Attrs& attrs) {
                     "and dampening 0, found momentum {} and dampening {}",
                     op, attr_to_string(momentum), attr_to_string(attr_float(attrs, "dampening"))));
   size_t expected = momentum != 0.0 ? 4 : 2;
-  if (in.size() != expected)
+  if (in.size() != expected && in.size() != expected + 1)
     throw ShapeError(fmt::format(
-        "{}: with momentum {} the operands are {}; expected {} operands, found {}", op, attr_to_string(momentum),
-        momentum != 0.0 ? "(param, grad, momentum_buf, step)" : "(param, grad)", expected, in.size()));
+        "{}: with momentum {} the operands are {} and an optional lr; expected {} or {} operands, found {}", op,
+        attr_to_string(momentum), momentum != 0.0 ? "(param, grad, momentum_buf, step)" : "(param, grad)", expected,
+        expected + 1, in.size()));
+  if (in.size() == expected + 1) expect_f32_scalar(op, "lr", in[expected], static_cast<int>(expected));
   if (momentum == 0.0) return {param};
   expect_like_param(op, "momentum_buf", in[2], param, 2);
   expect_f32_scalar(op, "step", in[3], 3);
@@ -60,6 +63,7 @@ Types adam_update_rule(const Types& in, const Attrs& attrs) {
   expect_like_param(op, "exp_avg", in[2], param, 2);
   expect_like_param(op, "exp_avg_sq", in[3], param, 3);
   expect_f32_scalar(op, "step", in[4], 4);
+  if (in.size() > 5) expect_f32_scalar(op, "lr", in[5], 5);
   expect_at_least(op, attrs, "lr", 0.0);
   expect_at_least(op, attrs, "eps", 0.0);
   expect_at_least(op, attrs, "weight_decay", 0.0);
@@ -76,16 +80,19 @@ Types adam_update_rule(const Types& in, const Attrs& attrs) {
 
 void register_optim_ops(OpTable& t) {
   t.add({.name = "sgd_update",
-         .operands = {operand("param"), operand("grad"), optional_operand("momentum_buf"), optional_operand("step")},
+         .operands = {operand("param"), operand("grad"), optional_operand("momentum_buf"), optional_operand("step"),
+                      optional_operand("lr")},
          .attrs = {required("lr", AttrKind::float_), opt_float("momentum", 0.0), opt_float("dampening", 0.0),
                    opt_float("weight_decay", 0.0), opt_bool("nesterov", false)},
          .num_outputs = 2,
          .fusion = FusionClass::opaque,
          .infer = sgd_update_rule,
          .internal = true,
-         .summary = "torch.optim.SGD step; outputs new param (, new momentum_buf when momentum != 0)"});
+         .summary = "torch.optim.SGD step; outputs new param (, new momentum_buf when momentum != 0); a last "
+                    "f32 scalar operand, if given, is the lr"});
   t.add({.name = "adam_update",
-         .operands = {operand("param"), operand("grad"), operand("exp_avg"), operand("exp_avg_sq"), operand("step")},
+         .operands = {operand("param"), operand("grad"), operand("exp_avg"), operand("exp_avg_sq"), operand("step"),
+                      optional_operand("lr")},
          .attrs = {opt_float("lr", 0.001), opt_float("beta1", 0.9), opt_float("beta2", 0.999), opt_float("eps", 1e-8),
                    opt_float("weight_decay", 0.0), opt_bool("decoupled", false)},
          .num_outputs = 3,
@@ -93,7 +100,7 @@ void register_optim_ops(OpTable& t) {
          .infer = adam_update_rule,
          .internal = true,
          .summary = "torch.optim.Adam (decoupled=false) / AdamW (decoupled=true) step; outputs param, exp_avg, "
-                    "exp_avg_sq"});
+                    "exp_avg_sq; a last f32 scalar operand, if given, is the lr"});
 }
 
 }  // namespace dnnc::ir::detail

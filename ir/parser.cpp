@@ -241,7 +241,8 @@ class Parser {
     return ints;
   }
 
-  /// train ::= 'train' '{' train_field (',' train_field)* '}' 'optimizer' string attr_dict [loc]
+  /// train ::= 'train' '{' train_field (',' train_field)* '}' 'optimizer' string attr_dict
+  ///           ['schedule' string attr_dict] [loc]
   /// train_field ::= ('data' '=' string | 'mean' '=' list | 'std' '=' list | 'crop_padding' '=' int
   ///                 | 'flip_p' '=' number | 'batch' '=' int | 'epochs' '=' int | 'seed' '=' int)
   void parse_train() {
@@ -294,6 +295,12 @@ class Parser {
     if (peek().kind != Tok::string) error(peek(), "a quoted optimizer kind");
     t.optimizer.kind = advance().text;
     t.optimizer.attrs = parse_attr_dict();
+    if (at_keyword("schedule")) {
+      advance();
+      if (peek().kind != Tok::string) error(peek(), "a quoted schedule kind");
+      t.schedule.kind = advance().text;
+      t.schedule.attrs = parse_attr_dict();
+    }
     t.loc = parse_opt_loc();
   }
 

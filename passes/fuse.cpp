@@ -87,7 +87,7 @@ class Fuser {
       nodes.push_back(static_cast<int>(i));
       roles.push_back(ir::fusion::kUpdate);
       if (n.op == "adam_update") steps.insert(n.inputs[4]);
-      if (n.op == "sgd_update" && n.inputs.size() == 4) steps.insert(n.inputs[3]);
+      if (n.op == "sgd_update" && n.inputs.size() >= 4) steps.insert(n.inputs[3]);
     }
     if (nodes.empty()) return;
     for (ir::ValueId s : steps) {  // the step counter's increment, if only updates read it

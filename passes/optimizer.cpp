@@ -72,6 +72,14 @@ bool optimizer(ir::Module& m) {
   ir::TensorType scalar{ir::DType::f32, {}, ir::Layout::row_major};
   add_state(m, kStepParam, scalar);
   ir::ValueId step = b.emit1("add_scalar", {g->param(kStepParam, scalar)}, {{"value", 1.0}}, "step");
+  // A scheduled lr is a graph input the trainer sets before every step (runtime/trainer/
+  // lr_schedule.h), read by every update as its last operand.
+  ir::ValueId lr = ir::kNoValue;
+  if (!m.train.schedule.kind.empty()) lr = g->add_input(ir::kLrInput, scalar);
+  auto with_lr = [&](std::vector<ir::ValueId> operands) {
+    if (lr != ir::kNoValue) operands.push_back(lr);
+    return operands;
+  };
 
   std::vector<ir::ValueId> kept;
   std::vector<std::pair<std::string, ir::ValueId>> updates;
@@ -90,17 +98,17 @@ bool optimizer(ir::Module& m) {
       if (momentum != 0) {
         std::string buf = pname + ".momentum_buffer";
         add_state(m, buf, ptype);
-        auto r = b.emit("sgd_update", {pv, gv, g->param(buf, ptype), step}, op_attrs, pname + ".new");
+        auto r = b.emit("sgd_update", with_lr({pv, gv, g->param(buf, ptype), step}), op_attrs, pname + ".new");
         updates.emplace_back(pname, r[0]);
         updates.emplace_back(buf, r[1]);
       } else {
-        updates.emplace_back(pname, b.emit1("sgd_update", {pv, gv}, op_attrs, pname + ".new"));
+        updates.emplace_back(pname, b.emit1("sgd_update", with_lr({pv, gv}), op_attrs, pname + ".new"));
       }
     } else {
       std::string m1 = pname + ".exp_avg", m2 = pname + ".exp_avg_sq";
       add_state(m, m1, ptype);
       add_state(m, m2, ptype);
-      auto r = b.emit("adam_update", {pv, gv, g->param(m1, ptype), g->param(m2, ptype), step}, op_attrs,
+      auto r = b.emit("adam_update", with_lr({pv, gv, g->param(m1, ptype), g->param(m2, ptype), step}), op_attrs,
                       pname + ".new");
       updates.emplace_back(pname, r[0]);
       updates.emplace_back(m1, r[1]);

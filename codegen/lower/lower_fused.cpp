@@ -43,7 +43,8 @@ std::map<const ir::Node*, const ir::Node*> plan_optimizer_gemms(const LowerCtx& 
   for (const ir::Node& n : g.nodes)
     for (ir::ValueId o : n.outputs) producer[static_cast<size_t>(o)] = &n;
   for (const ir::Node& u : g.nodes) {
-    if (u.op != "sgd_update" || u.inputs.size() != 4 || u.outputs.size() != 2) continue;
+    // (param, grad, momentum_buf, step[, lr]): momentum SGD, its lr fixed or scheduled.
+    if (u.op != "sgd_update" || u.inputs.size() < 4 || u.outputs.size() != 2) continue;
     ir::Attrs a = attrs_of(u);
     if (ir::attr_float(a, "momentum") == 0 || ir::attr_bool(a, "nesterov")) continue;
     if (!ctx.in_place.count(u.outputs[0]) || !ctx.in_place.count(u.outputs[1])) continue;
@@ -96,6 +97,12 @@ void lower_optimizer_gemm(LowerCtx& ctx, const ir::Node& update, const ir::Node&
   KernelDraft d(ctx, fmt::format("g{}_epilogue", ctx.prog.steps.size() - 1));
   int buf = wd != 0 ? d.write(ctx.buffer(update.outputs[1])) : d.read(ctx.buffer(update.outputs[1]));
   int w = d.write(ctx.define(update.outputs[0]));
+  // The scheduled lr, when the update has one, is read once per epilogue call.
+  Expr neg_lr = f32c(-lr);
+  if (update.inputs.size() == 5) {
+    int lp = d.read(ctx.buffer(update.inputs[4]));
+    neg_lr = d.kb.let("neg_lr", -d.kb.load(lp, i64c(0)));
+  }
   Expr keep;
   if (wd != 0) {
     int s = d.read(step);
@@ -108,7 +115,7 @@ void lower_optimizer_gemm(LowerCtx& ctx, const ir::Node& update, const ir::Node&
       b = d.kb.let("buf", b + keep * f32c(wd) * d.kb.load(w, i));
       d.kb.store(buf, i, b);
     }
-    d.kb.store(w, i, d.kb.load(w, i) + f32c(-lr) * b);
+    d.kb.store(w, i, d.kb.load(w, i) + neg_lr * b);
   });
   ctx.attach_epilogue(std::move(d));
 }

@@ -58,9 +58,15 @@ MapOp sgd_op(const LowerCtx& ctx, const ir::Node& n, const ir::Attrs& a) {
   double dampening = ir::attr_float(a, "dampening"), wd = ir::attr_float(a, "weight_decay");
   bool nesterov = ir::attr_bool(a, "nesterov");
   if (momentum != 0 && n.inputs.size() < 4) ctx.fail(n, "momentum != 0 needs operands momentum_buf and step");
+  // A last, scalar operand is the scheduled lr (read at run time instead of the attribute).
+  const size_t lr_at = momentum != 0 ? 4 : 2;
+  const bool lr_operand = n.inputs.size() == lr_at + 1;
+  const Dims scalar(ctx.shape(n.outputs[0]).size(), 0);
   MapOp op;
+  if (momentum != 0) op.operand_strides = {{}, {}, {}, scalar};
+  else op.operand_strides = {{}, {}};
+  if (lr_operand) op.operand_strides.push_back(scalar);
   if (momentum != 0) {
-    op.operand_strides = {{}, {}, {}, Dims(ctx.shape(n.outputs[0]).size(), 0)};
     op.setup = [](KernelBuilder& kb, const std::vector<Expr>& s) {
       kb.fail(unary(UnaryOp::logical_not, ge(s[3], f32c(1))), "sgd_update: step must be >= 1");
       return std::vector<Expr>{kb.let("first", eq(s[3], f32c(1)))};
@@ -76,7 +82,7 @@ MapOp sgd_op(const LowerCtx& ctx, const ir::Node& n, const ir::Attrs& a) {
       buf = e.kb->let("buf", select(e.hoisted[0], d_p, e.in[2] * f32c(momentum) + keep));
       d_p = nesterov ? d_p + f32c(momentum) * buf : buf;
     }
-    out.push_back(p + f32c(-lr) * d_p);
+    out.push_back(p + (lr_operand ? -e.in[lr_at] : f32c(-lr)) * d_p);
     if (momentum != 0) out.push_back(buf);
     return out;
   };
@@ -87,22 +93,29 @@ MapOp adam_op(const LowerCtx& ctx, const ir::Node& n, const ir::Attrs& a) {
   double lr = ir::attr_float(a, "lr"), beta1 = ir::attr_float(a, "beta1"), beta2 = ir::attr_float(a, "beta2");
   double eps = ir::attr_float(a, "eps"), wd = ir::attr_float(a, "weight_decay");
   bool decoupled = ir::attr_bool(a, "decoupled");
+  // A sixth, scalar operand is the scheduled lr (read at run time instead of the attribute).
+  const bool lr_operand = n.inputs.size() == 6;
+  const Dims scalar(ctx.shape(n.outputs[0]).size(), 0);
   MapOp op;
-  op.operand_strides = {{}, {}, {}, {}, Dims(ctx.shape(n.outputs[0]).size(), 0)};
+  op.operand_strides = {{}, {}, {}, {}, scalar};
+  if (lr_operand) op.operand_strides.push_back(scalar);
   op.setup = [=](KernelBuilder& kb, const std::vector<Expr>& s) {
     kb.fail(unary(UnaryOp::logical_not, ge(s[4], f32c(1))), "adam_update: step must be >= 1");
     // Bias corrections in double from the step, as PyTorch computes them on the CPU.
     Expr step = cast(ScalarType::f64, s[4]);
+    Expr lr_d = lr_operand ? cast(ScalarType::f64, s[5]) : f64c(lr);
     Expr bc1 = f64c(1) - binary(BinaryOp::pow, f64c(beta1), step);
     Expr bc2 = f64c(1) - binary(BinaryOp::pow, f64c(beta2), step);
-    Expr neg_step_size = kb.let("neg_step_size", ScalarType::f32, -(f64c(lr) / bc1));
+    Expr neg_step_size = kb.let("neg_step_size", ScalarType::f32, -(lr_d / bc1));
     Expr bc2_sqrt = kb.let("bc2_sqrt", ScalarType::f32, sqrt(bc2));
-    return std::vector<Expr>{neg_step_size, bc2_sqrt};
+    // AdamW's decay factor 1 - lr * weight_decay, in double as PyTorch's Python float.
+    Expr decay = decoupled ? kb.let("decay", ScalarType::f32, f64c(1) - lr_d * f64c(wd)) : f32c(1);
+    return std::vector<Expr>{neg_step_size, bc2_sqrt, decay};
   };
   op.body = [=](const MapEnv& e) {
     Expr p = e.in[0], g = e.in[1], m = e.in[2], v = e.in[3];
     if (decoupled) {
-      p = p * f32c(1.0 - lr * wd);
+      p = p * e.hoisted[2];
     } else if (wd != 0) {
       g = g + f32c(wd) * e.in[0];
     }
@@ -428,13 +441,14 @@ void lower_map_group(LowerCtx& ctx, const std::vector<const ir::Node*>& nodes, i
       }
       std::vector<Expr> results = ops[k].body(env);
       DNNC_CHECK(results.size() == nodes[k]->outputs.size(), "a map op returned the wrong number of results");
+      // Every result is computed before any is stored: an update writes its param in place,
+      // and its other results (Adam's moments, with weight decay) read the param too.
       for (size_t o = 0; o < results.size(); ++o) {
-        ir::ValueId v = nodes[k]->outputs[o];
         bool direct = k + 1 == nodes.size() && results.size() == 1;
-        Expr r = direct ? results[o] : d.kb.let("t", results[o]);
-        value[v] = r;
-        if (out_param.count(v)) d.kb.store(out_param[v], offsets[0], r);
+        value[nodes[k]->outputs[o]] = direct ? results[o] : d.kb.let("t", results[o]);
       }
+      for (ir::ValueId v : nodes[k]->outputs)
+        if (out_param.count(v)) d.kb.store(out_param[v], offsets[0], value.at(v));
     }
   };
   if (!epilogue) {

@@ -111,6 +111,7 @@ void register_optim_kernels(KernelTable& t) {
       buf = f32_operand(c, 2);
       step = scalar_operand(c, 3);
     }
+    if (c.num_inputs() == (o.momentum != 0 ? 5u : 3u)) o.lr = scalar_operand(c, c.num_inputs() - 1);  // scheduled
     SgdOut<float> r = sgd_update(f32_operand(c, 0), f32_operand(c, 1), o.momentum != 0 ? &buf : nullptr, step, o);
     if (o.momentum == 0) return one_output(r.param);
     return std::vector<Tensor>{to_tensor(r.param), to_tensor(r.momentum_buf)};
@@ -123,6 +124,7 @@ void register_optim_kernels(KernelTable& t) {
     o.eps = ir::attr_float(c.at(), "eps");
     o.weight_decay = ir::attr_float(c.at(), "weight_decay");
     o.decoupled = ir::attr_bool(c.at(), "decoupled");
+    if (c.num_inputs() == 6) o.lr = scalar_operand(c, 5);  // scheduled
     AdamOut<float> r = adam_update(f32_operand(c, 0), f32_operand(c, 1), f32_operand(c, 2), f32_operand(c, 3),
                                    scalar_operand(c, 4), o);
     return std::vector<Tensor>{to_tensor(r.param), to_tensor(r.exp_avg), to_tensor(r.exp_avg_sq)};

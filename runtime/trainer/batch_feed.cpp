@@ -31,6 +31,7 @@ BatchFeed make_batch_feed(const ir::Module& m, const std::string& graph, const D
   const ir::Value* image = nullptr;
   for (ir::ValueId id : g->inputs) {
     const ir::Value& v = g->value(id);
+    if (v.name == ir::kLrInput) continue;  // the scheduled lr: the trainer's, not the data's
     bool is_image = v.type.dtype == ir::DType::f32 && v.type.rank() >= 2 && v.type.shape[0] == ir::kBatch;
     bool is_label = v.type.dtype == ir::DType::i64 && v.type.rank() == 1 && v.type.shape[0] == ir::kBatch;
     if (is_image && !image) {

@@ -28,7 +28,7 @@ struct BatchFeed {
 /// The image input is the first f32 input of shape [N, ...]: [N, C, H, W] takes the images as
 /// they are, any other shape with C*H*W values per sample (e.g. [N, 784] for MNIST) takes them
 /// flattened in C, H, W order, as `flatten` or PyTorch's `x.view(n, -1)` would. The label
-/// input is the i64 [N] one. `mean`/`std` come from the train block (empty: 0 and 1). Throws
+/// input is the i64 [N] one; the scheduled-lr input (ir::kLrInput) is left to the trainer. `mean`/`std` come from the train block (empty: 0 and 1). Throws
 /// std::runtime_error naming the graph and input if the graph is missing, has another input,
 /// or the data set's images do not fit (expected vs found).
 BatchFeed make_batch_feed(const ir::Module& m, const std::string& graph, const Dataset& ds,

@@ -26,7 +26,7 @@ void JsonlLog::write(const std::string& line) {
 void JsonlLog::on_step(const StepEvent& e) {
   if (e.step % every_ != 0) return;
   nlohmann::ordered_json j = {{"event", "step"}, {"epoch", e.epoch}, {"batch", e.batch},
-                              {"step", e.step},  {"loss", e.loss},   {"samples_per_s", e.samples_per_s}};
+                              {"step", e.step},  {"loss", e.loss},   {"lr", e.lr}, {"samples_per_s", e.samples_per_s}};
   write(j.dump());
 }
 
@@ -43,7 +43,7 @@ void add_eval(nlohmann::ordered_json& j, const std::optional<EvalResult>& eval) 
 
 void JsonlLog::on_epoch(const EpochEvent& e) {
   nlohmann::ordered_json j = {{"event", "epoch"},    {"epoch", e.epoch},     {"step", e.step},
-                              {"loss", e.mean_loss}, {"seconds", e.seconds}, {"samples_per_s", e.samples_per_s}};
+                              {"loss", e.mean_loss}, {"lr", e.lr}, {"seconds", e.seconds}, {"samples_per_s", e.samples_per_s}};
   add_eval(j, e.eval);
   write(j.dump());
 }

@@ -16,6 +16,7 @@ struct StepEvent {
   int64_t batches = 0;  // per epoch
   int64_t step = 0;     // train steps taken in all (1-based: the step just taken)
   double loss = 0;
+  double lr = 0;             // the learning rate this step used (the schedule's, else the optimizer's)
   double samples_per_s = 0;  // this epoch so far (data + compute)
   double eta_s = 0;          // estimated time left in this run
 };
@@ -25,6 +26,7 @@ struct EpochEvent {
   int64_t epochs = 0;
   int64_t step = 0;      // train steps taken in all at the end of the epoch
   double mean_loss = 0;  // mean of the losses of this epoch's steps (those run in this process)
+  double lr = 0;         // the learning rate of the epoch's last step
   double seconds = 0;    // wall time of the epoch's steps (data + compute)
   double samples_per_s = 0;
   std::optional<EvalResult> eval;  // test accuracy, if a test split was given

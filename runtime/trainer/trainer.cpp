@@ -12,6 +12,7 @@
 #include "runtime/cuda/plugin_api.h"
 #include "runtime/cuda/plugin_loader.h"
 #include "runtime/trainer/batch_feed.h"
+#include "ir/lr_schedule.h"
 #include "runtime/trainer/schedule.h"
 
 namespace dnnc::runtime {
@@ -86,6 +87,16 @@ TrainResult train(ExecutableCache& cache, const Dataset& train_set, const Datase
   if (test_set) test_feed = make_batch_feed(m, kInferGraph, *test_set, o.mean, o.std);
 
   const int64_t nb = batches_per_epoch(train_set.n, o.batch);
+  // The lr of each step: the train block's schedule over this run's epochs (a graph input when
+  // scheduled), else the optimizer's lr throughout.
+  const bool lr_input = m.graph(kTrainGraph)->find_value(ir::kLrInput) != ir::kNoValue;
+  const ir::Attrs& opt = m.train.optimizer.attrs;
+  const double base_lr = opt.count("lr") ? ir::attr_float(opt, "lr") : 0.0;
+  const ir::LrSchedule schedule(m.train.schedule, base_lr, o.epochs, nb);
+  if (schedule.active() != lr_input)
+    throw std::runtime_error(fmt::format("model {}: the train config {} but graph {} {} input {}", m.name,
+                                         schedule.active() ? "has a schedule" : "has no schedule", kTrainGraph,
+                                         lr_input ? "has the" : "lacks the", ir::kLrInput));
   int64_t remaining = (o.epochs - start.epoch) * nb - start.batch;
   if (o.max_steps) remaining = std::min(remaining, o.max_steps);
   const double compile0 = cache.compile_seconds();
@@ -121,7 +132,9 @@ TrainResult train(ExecutableCache& cache, const Dataset& train_set, const Datase
   int64_t epoch_samples = 0, epoch_steps = 0;
   // Books step `b` of epoch `e` (1 step, `samples` samples, `seconds` of data + compute): the
   // position, the finite-loss check, the losses and the observer.
+  double last_lr = 0;  // of the step just taken
   auto finish_step = [&](int64_t e, int64_t b, double loss, int64_t samples, double seconds) {
+    last_lr = schedule.lr(e, r.end.step);
     epoch_seconds += seconds;
     ++run_steps;
     r.end = {e, b + 1, r.end.step + 1};
@@ -132,7 +145,7 @@ TrainResult train(ExecutableCache& cache, const Dataset& train_set, const Datase
     ++epoch_steps;
     if (observer) {
       double elapsed = since(run_start);
-      observer->on_step({e + 1, o.epochs, b + 1, nb, r.end.step, loss,
+      observer->on_step({e + 1, o.epochs, b + 1, nb, r.end.step, loss, last_lr,
                          epoch_seconds > 0 ? static_cast<double>(epoch_samples) / epoch_seconds : 0.0,
                          elapsed / static_cast<double>(run_steps) * static_cast<double>(remaining - run_steps)});
     }
@@ -144,6 +157,7 @@ TrainResult train(ExecutableCache& cache, const Dataset& train_set, const Datase
     std::map<std::string, Tensor> inputs =
         o.augment.active() ? feed.make(augmented_batch(train_set, idx, o.augment, o.seed, e), all_of_batch(idx.size()))
                            : feed.make(train_set, idx);
+    if (lr_input) inputs.emplace(ir::kLrInput, Tensor::scalar(static_cast<float>(schedule.lr(e, r.end.step))));
     double data_s = since(t0);
     Executable& exe = cache.get(kTrainGraph, static_cast<int64_t>(idx.size()));
     auto t1 = Clock::now();
@@ -164,8 +178,9 @@ TrainResult train(ExecutableCache& cache, const Dataset& train_set, const Datase
   const int64_t full_batches = train_set.n / o.batch;
   const int64_t metrics_every = std::max<int64_t>(1, o.metrics_every);
   cuda::ResidentTrainer* resident = nullptr;
-  // The device holds the data set as loaded, so augmented runs go step by step.
-  if (remaining > 0 && full_batches > 0 && cache.backend().name() == "cuda" && !o.augment.active())
+  // The device holds the data set as loaded, so augmented runs go step by step; so do scheduled
+  // ones (the lr is an input of every step).
+  if (remaining > 0 && full_batches > 0 && cache.backend().name() == "cuda" && !o.augment.active() && !lr_input)
     resident = cuda::resident_trainer(cache.get(kTrainGraph, o.batch));
   if (resident) {
     auto t0 = Clock::now();
@@ -231,6 +246,7 @@ TrainResult train(ExecutableCache& cache, const Dataset& train_set, const Datase
                   o.epochs,
                   r.end.step,
                   epoch_steps ? loss_sum / static_cast<double>(epoch_steps) : 0.0,
+                  last_lr,
                   epoch_seconds,
                   epoch_seconds > 0 ? static_cast<double>(epoch_samples) / epoch_seconds : 0.0,
                   {}};

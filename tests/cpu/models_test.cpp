@@ -130,6 +130,33 @@ TEST_CASE("cpu equals reference: SGD variants, fused into the weight-gradient GE
       }
 }
 
+// A scheduled lr (the train_step input dnnc.lr, a new value in [1e-4, 1e-3) each step) in place
+// of the attribute, for every update kernel: SGD fused into the weight-gradient GEMM and not,
+// plain SGD, Adam with (coupled) weight decay and AdamW (its decay factor from the lr), on
+// models with and without convs. (Adam with weight decay once read the param after its
+// in-place update for the moments; these cases caught it.)
+TEST_CASE("cpu equals reference with a scheduled lr, every optimizer", "[cpu][models][schedule]") {
+  const std::vector<std::pair<std::string, ir::Attrs>> optimizers = {
+      {"sgd", {{"lr", 0.01}, {"momentum", 0.9}, {"weight_decay", 0.01}}},
+      {"sgd", {{"lr", 0.01}}},
+      {"adam", {{"lr", 1e-3}, {"beta1", 0.9}, {"beta2", 0.999}, {"eps", 1e-8}, {"weight_decay", 0.01}}},
+      {"adamw", {{"lr", 1e-3}, {"beta1", 0.9}, {"beta2", 0.999}, {"eps", 1e-8}, {"weight_decay", 0.01}}},
+  };
+  for (const std::string& model : {"mnist_mlp", "lenet5"})
+    for (const auto& [kind, attrs] : optimizers)
+      for (bool fused : {true, false}) {
+        INFO(model << " " << kind << " " << ir::attr_to_string(attrs.at("lr")) << (fused ? ", fused" : ", not fused"));
+        ir::Module m = frontend::compile_file("models/" + model + ".dnn");
+        m.train.optimizer = {kind, attrs};
+        m.train.schedule = {"cosine", {{"t_max", int64_t{4}}}};
+        passes::compile(m);
+        REQUIRE(m.graph("train_step")->find_value(ir::kLrInput) != ir::kNoValue);
+        runtime::cpu::CpuOptions o = test::cpu_test_options();
+        o.lower.optimizer_in_gemm = fused;
+        check_module(m, model + " scheduled " + kind, 5, o);
+      }
+}
+
 // Co-scheduled weight-gradient GEMMs (codegen/lower/coschedule.h): the MLP's three run in one
 // parallel region with their rows split by work; on 3 threads the split points fall inside
 // different GEMMs than on 2. Off, each GEMM is split over all threads in turn.

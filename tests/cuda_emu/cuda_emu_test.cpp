@@ -3,6 +3,7 @@
 // the printer's thread mappings, warp and block reductions, float4 paths, error flags and GEMM
 // helper kernels without a GPU. What it cannot show: timing, real memory ordering, NVRTC's code
 // (the emulator compiles the same source with the host compiler), cuBLASLt's own behaviour.
+#include <functional>
 #include <dlfcn.h>
 #include <fmt/format.h>
 
@@ -41,8 +42,10 @@ int count(const std::vector<CudaLtAct>& taken, CudaLtAct a) {
 }
 
 void check_model(const std::string& path, int64_t batch, int steps = 2, const Refused& refused = kAll,
-                 bool reverse = false, passes::LayoutChoice layout = passes::LayoutChoice::automatic) {
+                 bool reverse = false, passes::LayoutChoice layout = passes::LayoutChoice::automatic,
+                 const std::function<void(ir::Module&)>& edit = {}) {
   ir::Module m = frontend::compile_file(path);
+  if (edit) edit(m);  // the recipe, before the passes
   passes::compile(m, {.target = &passes::find_target(layout == passes::LayoutChoice::automatic ? "cpu" : "cuda"),
                       .layout = layout});
   if (layout == passes::LayoutChoice::nhwc) {  // the program under test runs channels-last values
@@ -103,6 +106,16 @@ TEST_CASE("emulated cuda equals reference in NHWC", "[cuda_emu][layout]") {
 TEST_CASE("emulated cuda equals reference: mnist_mlp", "[cuda_emu]") { check_both_orders("models/mnist_mlp.dnn", 3); }
 TEST_CASE("emulated cuda equals reference: mnist_mlp_adam", "[cuda_emu]") {
   check_both_orders("models/mnist_mlp_adam.dnn", 3);
+}
+// The scheduled lr (the train_step input dnnc.lr) read by Adam with weight decay and by
+// momentum SGD (fused into the weight-gradient GEMM's epilogue).
+TEST_CASE("emulated cuda equals reference with a scheduled lr", "[cuda_emu][schedule]") {
+  check_model("models/mnist_mlp_adam.dnn", 3, 2, kAll, false, passes::LayoutChoice::automatic, [](ir::Module& m) {
+    m.train.schedule = {"step", {{"step_size", int64_t{1}}}};
+    m.train.optimizer.attrs["weight_decay"] = 0.01;
+  });
+  check_model("models/mnist_mlp.dnn", 3, 2, kAll, false, passes::LayoutChoice::automatic,
+              [](ir::Module& m) { m.train.schedule = {"cosine", {}}; });
 }
 TEST_CASE("emulated cuda equals reference: lenet5", "[cuda_emu]") { check_both_orders("models/lenet5.dnn", 2); }
 TEST_CASE("emulated cuda equals reference: cifar_cnn", "[cuda_emu]") { check_both_orders("models/cifar_cnn.dnn", 4); }

@@ -114,3 +114,47 @@ TEST_CASE("train: augment takes random_crop and random_horizontal_flip, alone or
   CHECK(error("  augment = random_horizontal_flip(p: 1.5)") ==
         "p of random_horizontal_flip must be in (0, 1], found 1.5");
 }
+
+TEST_CASE("train: schedule takes PyTorch's schedulers with their arguments", "[frontend][train][schedule]") {
+  auto schedule = [](const std::string& s) {
+    return train("  batch = 8\n  epochs = 6\n  optimizer = sgd(lr: 0.1)\n  schedule = " + s).schedule;
+  };
+  CHECK(train("  batch = 8\n  optimizer = sgd()").schedule.kind.empty());
+  ir::ScheduleConfig step = schedule("step(step_size: 2, gamma: 0.5)");
+  CHECK(step.kind == "step");
+  CHECK(step.attrs == ir::Attrs{{"step_size", int64_t{2}}, {"gamma", 0.5}});
+  CHECK(schedule("step(3)").attrs == ir::Attrs{{"step_size", int64_t{3}}});
+  CHECK(schedule("multistep(milestones: (2, 4))").attrs ==
+        ir::Attrs{{"milestones", std::vector<int64_t>{2, 4}}});
+  CHECK(schedule("cosine()").attrs.empty());
+  CHECK(schedule("cosine(t_max: 10, eta_min: 1e-4)").attrs == ir::Attrs{{"t_max", 10.0}, {"eta_min", 1e-4}});
+  CHECK(schedule("linear(start_factor: 0.1, total_iters: 3)").attrs ==
+        ir::Attrs{{"start_factor", 0.1}, {"total_iters", int64_t{3}}});
+  ir::ScheduleConfig oc = schedule("one_cycle(max_lr: 0.1, pct_start: 0.25, anneal_strategy: linear, three_phase: true)");
+  CHECK(oc.kind == "one_cycle");
+  CHECK(oc.attrs == ir::Attrs{{"max_lr", 0.1},
+                              {"pct_start", 0.25},
+                              {"anneal_strategy", std::string("linear")},
+                              {"three_phase", true}});
+}
+
+TEST_CASE("train: a bad schedule is reported at the argument at fault", "[frontend][train][schedule]") {
+  auto error = [](const std::string& s) {
+    return test::error_of(std::string(kModel) + "train M {\n  batch = 8\n  optimizer = sgd()\n  schedule = " + s + "\n}\n");
+  };
+  CHECK(error("exponential(gamma: 0.9)") ==
+        "10:14 unknown schedule 'exponential'; known: step, multistep, cosine, linear, one_cycle");
+  CHECK(error("cosin()") == "10:14 unknown schedule 'cosin'; did you mean 'cosine'?");
+  CHECK(error("step(step_size: 0)") == "10:30 schedule step: step_size must be at least 1, found 0");
+  CHECK(error("step()") == "10:14 schedule step is missing argument 'step_size'; it takes (step_size, gamma)");
+  CHECK(error("cosine(T_max: 5)") ==
+        "10:21 schedule cosine has no argument 'T_max'; did you mean 't_max'?");
+  CHECK(error("linear(start_factor: 0)") == "10:35 schedule linear: start_factor must be in (0, 1], found 0");
+  CHECK(error("one_cycle(max_lr: 0.1, anneal_strategy: exp)") ==
+        "10:54 argument 'anneal_strategy' of schedule one_cycle expects cos or linear; found exp");
+  CHECK(error("one_cycle(max_lr: 0.1, pct_start: 2.0)") ==
+        "10:48 schedule one_cycle: pct_start must be in [0, 1], found 2");
+  CHECK(error("multistep(milestones: (3, -1))") ==
+        "10:36 schedule multistep: milestones must be epochs >= 0, found -1");
+  CHECK(error("step(2, gamma: lr)") == "10:29 unknown identifier 'lr'; train settings take constants");
+}

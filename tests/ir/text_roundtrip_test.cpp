@@ -71,6 +71,20 @@ TEST_CASE("the train config's augmentation round-trips, and is absent from the t
   check_round_trip(m);
 }
 
+TEST_CASE("the train config's lr schedule round-trips, and is absent from the text when unset", "[ir][text]") {
+  Module m = mlp_module();
+  m.train.present = true;
+  m.train.optimizer = {"sgd", {{"lr", 0.1}}};
+  CHECK(print(m).find("schedule") == std::string::npos);
+  m.train.schedule = {"multistep", {{"milestones", std::vector<int64_t>{2, 5}}, {"gamma", 0.25}}};
+  CHECK(print(m).find("optimizer \"sgd\" {lr=0.1} schedule \"multistep\" {gamma=0.25, milestones=[2,5]}") !=
+        std::string::npos);
+  check_round_trip(m);
+  Module n = m;
+  n.train.schedule.attrs["gamma"] = 0.5;
+  CHECK(module_diff(m, n) == "schedule attribute 'gamma': 0.25 vs 0.5");
+}
+
 TEST_CASE("float attributes round-trip bit-exactly", "[ir][text]") {
   const std::vector<double> values = {0.1,
                                       1.0 / 3.0,
