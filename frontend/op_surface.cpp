@@ -33,7 +33,7 @@ static const std::vector<OpSurface>& table() {
       {"avgpool2d",
        {"x"},
        {{"kernel", C::pair}, {"stride", C::pair}, {"padding", C::pair}, {"count_include_pad", C::bool_}}},
-      {"cross_entropy", {"logits", "target"}, {}},
+      {"cross_entropy", {"logits", "target"}, {{"label_smoothing", C::float_}}},
       {"mse_loss", {"pred", "target"}, {}},
   };
   return t;

@@ -197,12 +197,12 @@ void register_backward_ops(OpTable& t) {
          .summary = "dy - exp(y) * sum(dy, axis)"});
   t.add({.name = "cross_entropy_backward",
          .operands = {operand("dloss"), operand("logits"), operand("target")},
-         .attrs = {},
+         .attrs = {opt_float("label_smoothing", 0.0)},
          .num_outputs = 1,
          .fusion = FusionClass::reduction,
          .infer = cross_entropy_backward_rule,
          .internal = true,
-         .summary = "dloss * (softmax(logits) - onehot(target)) / B"});
+         .summary = "dloss * (softmax(logits) - (1 - e) * onehot(target) - e / C) / B, e = label_smoothing"});
   t.add({.name = "mse_loss_backward",
          .operands = {operand("dloss"), operand("pred"), operand("target")},
          .attrs = {},

@@ -181,8 +181,11 @@ Types layernorm_rule(const Types& in, const Attrs& attrs) {
   return {x, stat, stat};
 }
 
-Types cross_entropy_rule(const Types& in, const Attrs&) {
+Types cross_entropy_rule(const Types& in, const Attrs& attrs) {
   const TensorType &logits = in[0], &target = in[1];
+  double eps = attr_float(attrs, "label_smoothing");
+  if (!(eps >= 0.0 && eps <= 1.0))
+    throw ShapeError(fmt::format("cross_entropy: label_smoothing must be in [0, 1], found {}", attr_to_string(eps)));
   expect_dtype("cross_entropy", "logits", logits, DType::f32, 0);
   expect_rank("cross_entropy", "logits ([batch, classes])", logits, 2, 0);
   expect_row_major("cross_entropy", "logits", logits, 0);
@@ -278,11 +281,12 @@ void register_nn_ops(OpTable& t) {
          .summary = "layer norm over the trailing normalized_shape dims; outputs y, mean, invstd (leading dims)"});
   t.add({.name = "cross_entropy",
          .operands = {operand("logits"), operand("target")},
-         .attrs = {},
+         .attrs = {opt_float("label_smoothing", 0.0)},
          .num_outputs = 1,
          .fusion = FusionClass::reduction,
          .infer = cross_entropy_rule,
-         .summary = "mean cross-entropy of logits [B, C] against class indices i64[B]"});
+         .summary = "mean cross-entropy of logits [B, C] against class indices i64[B]; label_smoothing e mixes "
+                    "the one-hot target with the uniform distribution, as PyTorch's (1 - e) * onehot + e / C"});
   t.add({.name = "mse_loss",
          .operands = {operand("pred"), operand("target")},
          .attrs = {},

@@ -183,7 +183,12 @@ Ids loss_back(GradBuilder& b, const ir::Node& n, const Ids& d, const std::vector
   ValueId pred = n.inputs[0], target = n.inputs[1];
   if (n.op == "cross_entropy") {
     if (needs[1]) b.fail(n.loc, "autodiff: cross_entropy targets are class indices, not differentiable");
-    if (needs[0]) r[0] = b.emit1("cross_entropy_backward", {d[0], pred, target}, {}, dname(b, pred));
+    if (needs[0]) {
+      ir::Attrs a;  // the forward's smoothing (absent: 0, and the IR text stays as it was)
+      if (auto it = n.attrs.find("label_smoothing"); it != n.attrs.end() && ir::attr_float(n.attrs, "label_smoothing") != 0)
+        a["label_smoothing"] = it->second;
+      r[0] = b.emit1("cross_entropy_backward", {d[0], pred, target}, a, dname(b, pred));
+    }
     return r;
   }
   ValueId dp = b.emit1("mse_loss_backward", {d[0], pred, target}, {}, dname(b, pred));

@@ -206,7 +206,24 @@ Expr label_index(KernelBuilder& kb, int target, Expr b, int64_t classes) {
   return min(max(label, i64c(0)), i64c(classes - 1));
 }
 
-void lower_cross_entropy(LowerCtx& ctx, const ir::Node& n, const ir::Attrs&) {
+// Label smoothing e: the row's loss term (1 - e) * (lse - x[t]) + e * (lse - mean_c x[c]);
+// with e = 0, lse - x[t] as before. `row` is the row's first element.
+Expr smoothed_row_loss(KernelBuilder& kb, int logits, Expr row, int64_t C, Expr lse, Expr x_t, double e) {
+  if (e == 0) return lse - x_t;
+  Expr rs = kb.let("row_sum", f64c(0));
+  kb.loop("c", C, false, [&](Expr c) { kb.assign(rs, rs + cast(ScalarType::f64, kb.load(logits, row + c))); });
+  Expr mean = kb.let("row_mean", cast(ScalarType::f32, rs / f64c(static_cast<double>(C))));
+  return f32c(1.0 - e) * (lse - x_t) + f32c(e) * (lse - mean);
+}
+
+// d loss / d logits[c] before the scale: p - (1 - e) * [c == t] - e / C.
+Expr smoothed_dlogit(Expr p, Expr c, Expr t, int64_t C, double e) {
+  if (e == 0) return p - select(eq(c, t), f32c(1), f32c(0));
+  return p - select(eq(c, t), f32c(1.0 - e), f32c(0)) - f32c(e / static_cast<double>(C));
+}
+
+void lower_cross_entropy(LowerCtx& ctx, const ir::Node& n, const ir::Attrs& attrs) {
+  const double e = ir::attr_float(attrs, "label_smoothing");
   Dims ls = ctx.shape(n.inputs[0]);
   if (ls.size() != 2) ctx.fail(n, "expected logits [B,C]");
   int64_t B = ls[0], C = ls[1];
@@ -221,13 +238,16 @@ void lower_cross_entropy(LowerCtx& ctx, const ir::Node& n, const ir::Attrs&) {
     Expr base = b * i64c(C);
     Expr mx = row_max(kb, logits, base, 1, C);
     Expr sum = row_sum_exp(kb, logits, base, 1, C, mx);
-    kb.assign(total, total + cast(ScalarType::f64, log(sum) + mx - kb.load(logits, base + label_index(kb, target, b, C))));
+    Expr lse = kb.let("lse", log(sum) + mx);
+    Expr x_t = kb.load(logits, base + label_index(kb, target, b, C));
+    kb.assign(total, total + cast(ScalarType::f64, smoothed_row_loss(kb, logits, base, C, lse, x_t, e)));
   });
   kb.store(loss, i64c(0), cast(ScalarType::f32, total / f64c(static_cast<double>(B))));
   ctx.emit(std::move(d));
 }
 
-void lower_cross_entropy_backward(LowerCtx& ctx, const ir::Node& n, const ir::Attrs&) {
+void lower_cross_entropy_backward(LowerCtx& ctx, const ir::Node& n, const ir::Attrs& attrs) {
+  const double e = ir::attr_float(attrs, "label_smoothing");
   Dims ls = ctx.shape(n.inputs[1]);
   if (ls.size() != 2) ctx.fail(n, "expected logits [B,C]");
   int64_t B = ls[0], C = ls[1];
@@ -246,7 +266,7 @@ void lower_cross_entropy_backward(LowerCtx& ctx, const ir::Node& n, const ir::At
     Expr t = kb.let("t", kb.load(target, b));
     kb.loop("c", C, false, [&](Expr c) {
       Expr p = exp(kb.load(logits, base + c) - mx) / sum;
-      kb.store(dx, base + c, scale * (p - select(eq(c, t), f32c(1), f32c(0))));
+      kb.store(dx, base + c, scale * smoothed_dlogit(p, c, t, C, e));
     });
   });
   ctx.emit(std::move(d));
@@ -282,6 +302,9 @@ size_t lower_softmax_xent(LowerCtx& ctx, const std::vector<const ir::Node*>& nod
   const ir::Node& bwd = *nodes[j++];
   if (bwd.inputs[1] != fwd.inputs[0] || bwd.inputs[2] != fwd.inputs[1]) return 0;
   if (fill && bwd.inputs[0] != fill->outputs[0]) return 0;
+  const double e = ir::attr_float(ir::complete_attrs(*ir::find_op("cross_entropy"), fwd.attrs), "label_smoothing");
+  if (ir::attr_float(ir::complete_attrs(*ir::find_op("cross_entropy_backward"), bwd.attrs), "label_smoothing") != e)
+    return 0;
   Dims ls = ctx.shape(fwd.inputs[0]);
   if (ls.size() != 2 || ctx.numel(bwd.inputs[0]) != 1) return 0;
   const int64_t B = ls[0], C = ls[1];
@@ -330,9 +353,14 @@ size_t lower_softmax_xent(LowerCtx& ctx, const std::vector<const ir::Node*>& nod
     });
     Expr s = kb.let("sum", cast(ScalarType::f32, s64));
     Expr t = kb.let("t", label_index(kb, target, b, C));
-    kb.store(row_loss, b, log(s) + mx - kb.load(logits, base + t));
+    if (e == 0) {
+      kb.store(row_loss, b, log(s) + mx - kb.load(logits, base + t));
+    } else {
+      Expr lse = kb.let("lse", log(s) + mx);
+      kb.store(row_loss, b, smoothed_row_loss(kb, logits, base, C, lse, kb.load(logits, base + t), e));
+    }
     kb.loop("c", C, false, [&](Expr c) {
-      kb.store(dx, base + c, scale * (kb.load(dx, base + c) / s - select(eq(c, t), f32c(1), f32c(0))));
+      kb.store(dx, base + c, scale * smoothed_dlogit(kb.load(dx, base + c) / s, c, t, C, e));
     });
   });
   Expr total = kb.let("total", f64c(0));

@@ -90,6 +90,18 @@ TEST_CASE("cpu equals reference: cifar_strided", "[cpu][models]") { check_model(
 TEST_CASE("cpu equals reference: vgg_cifar", "[cpu][models]") { check_model("vgg_cifar", 4); }
 TEST_CASE("cpu equals reference: resnet_mnist", "[cpu][models]") { check_model("resnet_mnist", 4); }
 TEST_CASE("cpu equals reference: fashion_cnn", "[cpu][models]") { check_model("fashion_cnn", 5); }
+// Label smoothing in the fused softmax-xent kernel and, without the fuse pass, in the
+// separate cross_entropy and cross_entropy_backward kernels.
+TEST_CASE("cpu equals reference: cross_entropy with label smoothing, fused and not", "[cpu][models]") {
+  check_model("tests/cpu/models/label_smoothing.dnn", 7);
+  ir::Module m = frontend::compile_file("tests/cpu/models/label_smoothing.dnn");
+  passes::compile(m, {.pipeline = {.disabled = {"fuse"}}});
+  int separate = 0;
+  for (const ir::Node& n : m.graph("train_step")->nodes)
+    separate += (n.op == "cross_entropy" || n.op == "cross_entropy_backward") && n.group < 0;
+  CHECK(separate == 2);
+  check_module(m, "label_smoothing unfused", 7);
+}
 // Batch 8: at batches 5 and 6 three AdamW steps drift to 1.5e-5 of the reference (Adam divides by
 // sqrt(v), so near-zero gradients of layernorm's weight and bias amplify rounding); issue 21
 // holds such cases to float64 instead of a fixed 1e-5.

@@ -242,10 +242,14 @@ def _loss_cases():
     ce = Case("cross_entropy", "cross_entropy", {},
               {"logits": _randn(g, 8, 10, scale=2.0), "target": torch.randint(0, 10, (8,), generator=g)},
               ["logits"], lambda t: {"loss": F.cross_entropy(t["logits"], t["target"])}, g)
+    g = _gen("cross_entropy_smoothing")
+    ce_s = Case("cross_entropy_smoothing", "cross_entropy", {"label_smoothing": 0.1},
+                {"logits": _randn(g, 16, 10, scale=2.0), "target": torch.randint(0, 10, (16,), generator=g)},
+                ["logits"], lambda t: {"loss": F.cross_entropy(t["logits"], t["target"], label_smoothing=0.1)}, g)
     g = _gen("mse_loss")
     mse = Case("mse_loss", "mse_loss", {}, {"pred": _randn(g, 4, 5), "target": _randn(g, 4, 5)},
                ["pred", "target"], lambda t: {"loss": F.mse_loss(t["pred"], t["target"])}, g)
-    return [ce, mse]
+    return [ce, ce_s, mse]
 
 
 def all_cases():

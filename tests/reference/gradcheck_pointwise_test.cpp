@@ -81,9 +81,14 @@ TEST_CASE("gradcheck: cross_entropy with respect to the logits", "[reference][gr
   BufD logits = random_buf({5, 4}, rng, -3, 3);
   Buf<int64_t> target({5}, std::vector<int64_t>{0, 3, 1, 1, 2});
   const double dloss = 0.7;
-  BufD analytic = cross_entropy_backward<double, double>(make({}, {dloss}), logits, target);
-  BufD numeric = numeric_grad(logits, [&](const BufD& v) { return dloss * cross_entropy_forward<double, double>(v, target)[0]; });
-  CHECK(rel_err(analytic, numeric) < kTol);
+  for (double smoothing : {0.0, 0.1, 1.0}) {
+    INFO("label_smoothing " << smoothing);
+    BufD analytic = cross_entropy_backward<double, double>(make({}, {dloss}), logits, target, smoothing);
+    BufD numeric = numeric_grad(logits, [&](const BufD& v) {
+      return dloss * cross_entropy_forward<double, double>(v, target, smoothing)[0];
+    });
+    CHECK(rel_err(analytic, numeric) < kTol);
+  }
 }
 
 TEST_CASE("gradcheck: mse_loss with respect to the prediction", "[reference][gradcheck]") {

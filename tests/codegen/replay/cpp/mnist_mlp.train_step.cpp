@@ -435,9 +435,9 @@ DNNC_STEP static void g2_gemm(const float* __restrict__ a, const float* __restri
   dnnc_sgemm(false, true, 128, 10, 256, 0x1p+0f, a, 256, b, 256, 0x1p+0f, c, 10);
 }
 
-// %loss = cross_entropy(%logits, %label)
+// %loss = cross_entropy(%logits, %label) {label_smoothing=0.0}
 // %dloss = fill() {shape=[], value=1.0}
-// %dlogits = cross_entropy_backward(%dloss, %logits, %label)
+// %dlogits = cross_entropy_backward(%dloss, %logits, %label) {label_smoothing=0.0}
 // %fc3.bias.grad = reduce_sum(%dlogits) {axes=[0], keepdim=false}
 DNNC_STEP static int k3_softmax_xent(const float* __restrict__ v_logits, const i64* __restrict__ in_label, float* __restrict__ v_loss, float* __restrict__ v_dloss, float* __restrict__ v_dlogits, float* __restrict__ v_fc3_bias_grad, float* __restrict__ s_row_loss) {
   i64 bad = 0;
@@ -642,8 +642,8 @@ DNNC_STEP static int k9_sgd_update(float* __restrict__ p_fc1_bias, const float* 
   for (i64 i = 0; i < 512; ++i) {
     float buf = (first ? v_fc1_bias_grad[i] : ((p_fc1_bias_momentum_buffer[i] * 0x1.ccccccp-1f) + v_fc1_bias_grad[i]));
     float t = (p_fc1_bias[i] + ((-0x1.0624dep-10f) * buf));
-    p_fc1_bias[i] = t;
     float t1 = buf;
+    p_fc1_bias[i] = t;
     p_fc1_bias_momentum_buffer[i] = t1;
   }
   return 0;
@@ -657,8 +657,8 @@ DNNC_STEP static int k11_sgd_update(float* __restrict__ p_fc2_bias, const float*
   for (i64 i = 0; i < 256; ++i) {
     float buf = (first ? v_fc2_bias_grad[i] : ((p_fc2_bias_momentum_buffer[i] * 0x1.ccccccp-1f) + v_fc2_bias_grad[i]));
     float t = (p_fc2_bias[i] + ((-0x1.0624dep-10f) * buf));
-    p_fc2_bias[i] = t;
     float t1 = buf;
+    p_fc2_bias[i] = t;
     p_fc2_bias_momentum_buffer[i] = t1;
   }
   return 0;
@@ -672,8 +672,8 @@ DNNC_STEP static int k13_sgd_update(float* __restrict__ p_fc3_bias, const float*
   for (i64 i = 0; i < 10; ++i) {
     float buf = (first ? v_fc3_bias_grad[i] : ((p_fc3_bias_momentum_buffer[i] * 0x1.ccccccp-1f) + v_fc3_bias_grad[i]));
     float t = (p_fc3_bias[i] + ((-0x1.0624dep-10f) * buf));
-    p_fc3_bias[i] = t;
     float t1 = buf;
+    p_fc3_bias[i] = t;
     p_fc3_bias_momentum_buffer[i] = t1;
   }
   return 0;

@@ -155,9 +155,9 @@ extern "C" __global__ void k0_conv2d_pool(const float* __restrict__ in_image, co
   }
 }
 
-// %loss = cross_entropy(%logits, %label)
+// %loss = cross_entropy(%logits, %label) {label_smoothing=0.0}
 // %dloss = fill() {shape=[], value=1.0}
-// %dlogits = cross_entropy_backward(%dloss, %logits, %label)
+// %dlogits = cross_entropy_backward(%dloss, %logits, %label) {label_smoothing=0.0}
 // %fc.bias.grad = reduce_sum(%dlogits) {axes=[0], keepdim=false}
 // mapping: block
 extern "C" __global__ void k2_softmax_xent(const float* __restrict__ v_logits, const i64* __restrict__ in_label, float* __restrict__ v_loss, float* __restrict__ v_dloss, float* __restrict__ v_dlogits, float* __restrict__ v_fc_bias_grad, float* __restrict__ s_row_loss, int* __restrict__ dnnc_err, int dnnc_err_base) {
@@ -379,32 +379,32 @@ extern "C" __global__ void k12_sgd_update(float* __restrict__ p_conv1_weight, co
       const i64 i = dnnc_q * 4 + 0;
       float buf = (first ? dnnc_l_v_conv1_weight_grad.x : ((dnnc_l_p_conv1_weight_momentum_buffer.x * 0x1.ccccccp-1f) + dnnc_l_v_conv1_weight_grad.x));
       float t = (dnnc_l_p_conv1_weight.x + ((-0x1.0624dep-10f) * buf));
-      dnnc_s_p_conv1_weight.x = t;
       float t1 = buf;
+      dnnc_s_p_conv1_weight.x = t;
       dnnc_s_p_conv1_weight_momentum_buffer.x = t1;
     }
     {
       const i64 i = dnnc_q * 4 + 1;
       float buf = (first ? dnnc_l_v_conv1_weight_grad.y : ((dnnc_l_p_conv1_weight_momentum_buffer.y * 0x1.ccccccp-1f) + dnnc_l_v_conv1_weight_grad.y));
       float t = (dnnc_l_p_conv1_weight.y + ((-0x1.0624dep-10f) * buf));
-      dnnc_s_p_conv1_weight.y = t;
       float t1 = buf;
+      dnnc_s_p_conv1_weight.y = t;
       dnnc_s_p_conv1_weight_momentum_buffer.y = t1;
     }
     {
       const i64 i = dnnc_q * 4 + 2;
       float buf = (first ? dnnc_l_v_conv1_weight_grad.z : ((dnnc_l_p_conv1_weight_momentum_buffer.z * 0x1.ccccccp-1f) + dnnc_l_v_conv1_weight_grad.z));
       float t = (dnnc_l_p_conv1_weight.z + ((-0x1.0624dep-10f) * buf));
-      dnnc_s_p_conv1_weight.z = t;
       float t1 = buf;
+      dnnc_s_p_conv1_weight.z = t;
       dnnc_s_p_conv1_weight_momentum_buffer.z = t1;
     }
     {
       const i64 i = dnnc_q * 4 + 3;
       float buf = (first ? dnnc_l_v_conv1_weight_grad.w : ((dnnc_l_p_conv1_weight_momentum_buffer.w * 0x1.ccccccp-1f) + dnnc_l_v_conv1_weight_grad.w));
       float t = (dnnc_l_p_conv1_weight.w + ((-0x1.0624dep-10f) * buf));
-      dnnc_s_p_conv1_weight.w = t;
       float t1 = buf;
+      dnnc_s_p_conv1_weight.w = t;
       dnnc_s_p_conv1_weight_momentum_buffer.w = t1;
     }
     reinterpret_cast<float4*>(p_conv1_weight)[dnnc_q] = dnnc_s_p_conv1_weight;
@@ -431,32 +431,32 @@ extern "C" __global__ void k13_sgd_update(float* __restrict__ p_conv1_bias, cons
       const i64 i = dnnc_q * 4 + 0;
       float buf = (first ? dnnc_l_v_conv1_bias_grad.x : ((dnnc_l_p_conv1_bias_momentum_buffer.x * 0x1.ccccccp-1f) + dnnc_l_v_conv1_bias_grad.x));
       float t = (dnnc_l_p_conv1_bias.x + ((-0x1.0624dep-10f) * buf));
-      dnnc_s_p_conv1_bias.x = t;
       float t1 = buf;
+      dnnc_s_p_conv1_bias.x = t;
       dnnc_s_p_conv1_bias_momentum_buffer.x = t1;
     }
     {
       const i64 i = dnnc_q * 4 + 1;
       float buf = (first ? dnnc_l_v_conv1_bias_grad.y : ((dnnc_l_p_conv1_bias_momentum_buffer.y * 0x1.ccccccp-1f) + dnnc_l_v_conv1_bias_grad.y));
       float t = (dnnc_l_p_conv1_bias.y + ((-0x1.0624dep-10f) * buf));
-      dnnc_s_p_conv1_bias.y = t;
       float t1 = buf;
+      dnnc_s_p_conv1_bias.y = t;
       dnnc_s_p_conv1_bias_momentum_buffer.y = t1;
     }
     {
       const i64 i = dnnc_q * 4 + 2;
       float buf = (first ? dnnc_l_v_conv1_bias_grad.z : ((dnnc_l_p_conv1_bias_momentum_buffer.z * 0x1.ccccccp-1f) + dnnc_l_v_conv1_bias_grad.z));
       float t = (dnnc_l_p_conv1_bias.z + ((-0x1.0624dep-10f) * buf));
-      dnnc_s_p_conv1_bias.z = t;
       float t1 = buf;
+      dnnc_s_p_conv1_bias.z = t;
       dnnc_s_p_conv1_bias_momentum_buffer.z = t1;
     }
     {
       const i64 i = dnnc_q * 4 + 3;
       float buf = (first ? dnnc_l_v_conv1_bias_grad.w : ((dnnc_l_p_conv1_bias_momentum_buffer.w * 0x1.ccccccp-1f) + dnnc_l_v_conv1_bias_grad.w));
       float t = (dnnc_l_p_conv1_bias.w + ((-0x1.0624dep-10f) * buf));
-      dnnc_s_p_conv1_bias.w = t;
       float t1 = buf;
+      dnnc_s_p_conv1_bias.w = t;
       dnnc_s_p_conv1_bias_momentum_buffer.w = t1;
     }
     reinterpret_cast<float4*>(p_conv1_bias)[dnnc_q] = dnnc_s_p_conv1_bias;
@@ -483,32 +483,32 @@ extern "C" __global__ void k14_sgd_update(float* __restrict__ p_fc_weight, const
       const i64 i = dnnc_q * 4 + 0;
       float buf = (first ? dnnc_l_v_fc_weight_grad.x : ((dnnc_l_p_fc_weight_momentum_buffer.x * 0x1.ccccccp-1f) + dnnc_l_v_fc_weight_grad.x));
       float t = (dnnc_l_p_fc_weight.x + ((-0x1.0624dep-10f) * buf));
-      dnnc_s_p_fc_weight.x = t;
       float t1 = buf;
+      dnnc_s_p_fc_weight.x = t;
       dnnc_s_p_fc_weight_momentum_buffer.x = t1;
     }
     {
       const i64 i = dnnc_q * 4 + 1;
       float buf = (first ? dnnc_l_v_fc_weight_grad.y : ((dnnc_l_p_fc_weight_momentum_buffer.y * 0x1.ccccccp-1f) + dnnc_l_v_fc_weight_grad.y));
       float t = (dnnc_l_p_fc_weight.y + ((-0x1.0624dep-10f) * buf));
-      dnnc_s_p_fc_weight.y = t;
       float t1 = buf;
+      dnnc_s_p_fc_weight.y = t;
       dnnc_s_p_fc_weight_momentum_buffer.y = t1;
     }
     {
       const i64 i = dnnc_q * 4 + 2;
       float buf = (first ? dnnc_l_v_fc_weight_grad.z : ((dnnc_l_p_fc_weight_momentum_buffer.z * 0x1.ccccccp-1f) + dnnc_l_v_fc_weight_grad.z));
       float t = (dnnc_l_p_fc_weight.z + ((-0x1.0624dep-10f) * buf));
-      dnnc_s_p_fc_weight.z = t;
       float t1 = buf;
+      dnnc_s_p_fc_weight.z = t;
       dnnc_s_p_fc_weight_momentum_buffer.z = t1;
     }
     {
       const i64 i = dnnc_q * 4 + 3;
       float buf = (first ? dnnc_l_v_fc_weight_grad.w : ((dnnc_l_p_fc_weight_momentum_buffer.w * 0x1.ccccccp-1f) + dnnc_l_v_fc_weight_grad.w));
       float t = (dnnc_l_p_fc_weight.w + ((-0x1.0624dep-10f) * buf));
-      dnnc_s_p_fc_weight.w = t;
       float t1 = buf;
+      dnnc_s_p_fc_weight.w = t;
       dnnc_s_p_fc_weight_momentum_buffer.w = t1;
     }
     reinterpret_cast<float4*>(p_fc_weight)[dnnc_q] = dnnc_s_p_fc_weight;
@@ -535,32 +535,32 @@ extern "C" __global__ void k15_sgd_update(float* __restrict__ p_fc_bias, const f
       const i64 i = dnnc_q * 4 + 0;
       float buf = (first ? dnnc_l_v_fc_bias_grad.x : ((dnnc_l_p_fc_bias_momentum_buffer.x * 0x1.ccccccp-1f) + dnnc_l_v_fc_bias_grad.x));
       float t = (dnnc_l_p_fc_bias.x + ((-0x1.0624dep-10f) * buf));
-      dnnc_s_p_fc_bias.x = t;
       float t1 = buf;
+      dnnc_s_p_fc_bias.x = t;
       dnnc_s_p_fc_bias_momentum_buffer.x = t1;
     }
     {
       const i64 i = dnnc_q * 4 + 1;
       float buf = (first ? dnnc_l_v_fc_bias_grad.y : ((dnnc_l_p_fc_bias_momentum_buffer.y * 0x1.ccccccp-1f) + dnnc_l_v_fc_bias_grad.y));
       float t = (dnnc_l_p_fc_bias.y + ((-0x1.0624dep-10f) * buf));
-      dnnc_s_p_fc_bias.y = t;
       float t1 = buf;
+      dnnc_s_p_fc_bias.y = t;
       dnnc_s_p_fc_bias_momentum_buffer.y = t1;
     }
     {
       const i64 i = dnnc_q * 4 + 2;
       float buf = (first ? dnnc_l_v_fc_bias_grad.z : ((dnnc_l_p_fc_bias_momentum_buffer.z * 0x1.ccccccp-1f) + dnnc_l_v_fc_bias_grad.z));
       float t = (dnnc_l_p_fc_bias.z + ((-0x1.0624dep-10f) * buf));
-      dnnc_s_p_fc_bias.z = t;
       float t1 = buf;
+      dnnc_s_p_fc_bias.z = t;
       dnnc_s_p_fc_bias_momentum_buffer.z = t1;
     }
     {
       const i64 i = dnnc_q * 4 + 3;
       float buf = (first ? dnnc_l_v_fc_bias_grad.w : ((dnnc_l_p_fc_bias_momentum_buffer.w * 0x1.ccccccp-1f) + dnnc_l_v_fc_bias_grad.w));
       float t = (dnnc_l_p_fc_bias.w + ((-0x1.0624dep-10f) * buf));
-      dnnc_s_p_fc_bias.w = t;
       float t1 = buf;
+      dnnc_s_p_fc_bias.w = t;
       dnnc_s_p_fc_bias_momentum_buffer.w = t1;
     }
     reinterpret_cast<float4*>(p_fc_bias)[dnnc_q] = dnnc_s_p_fc_bias;
@@ -569,8 +569,8 @@ extern "C" __global__ void k15_sgd_update(float* __restrict__ p_fc_bias, const f
   for (i64 i = 8 + dnnc_tid; i < 10; i += dnnc_nthreads) {
     float buf = (first ? v_fc_bias_grad[i] : ((p_fc_bias_momentum_buffer[i] * 0x1.ccccccp-1f) + v_fc_bias_grad[i]));
     float t = (p_fc_bias[i] + ((-0x1.0624dep-10f) * buf));
-    p_fc_bias[i] = t;
     float t1 = buf;
+    p_fc_bias[i] = t;
     p_fc_bias_momentum_buffer[i] = t1;
   }
 }

@@ -82,9 +82,9 @@ extern "C" __global__ void g1_epilogue(const i64 begin, const i64 end, float* __
   }
 }
 
-// %loss = cross_entropy(%logits, %label)
+// %loss = cross_entropy(%logits, %label) {label_smoothing=0.0}
 // %dloss = fill() {shape=[], value=1.0}
-// %dlogits = cross_entropy_backward(%dloss, %logits, %label)
+// %dlogits = cross_entropy_backward(%dloss, %logits, %label) {label_smoothing=0.0}
 // %fc3.bias.grad = reduce_sum(%dlogits) {axes=[0], keepdim=false}
 // mapping: block
 extern "C" __global__ void k3_softmax_xent(const float* __restrict__ v_logits, const i64* __restrict__ in_label, float* __restrict__ v_loss, float* __restrict__ v_dloss, float* __restrict__ v_dlogits, float* __restrict__ v_fc3_bias_grad, float* __restrict__ s_row_loss, int* __restrict__ dnnc_err, int dnnc_err_base) {
@@ -222,32 +222,32 @@ extern "C" __global__ void k10_sgd_update(float* __restrict__ p_fc1_weight, cons
       const i64 i = dnnc_q * 4 + 0;
       float buf = (first ? dnnc_l_v_fc1_weight_grad.x : ((dnnc_l_p_fc1_weight_momentum_buffer.x * 0x1.ccccccp-1f) + dnnc_l_v_fc1_weight_grad.x));
       float t = (dnnc_l_p_fc1_weight.x + ((-0x1.0624dep-10f) * buf));
-      dnnc_s_p_fc1_weight.x = t;
       float t1 = buf;
+      dnnc_s_p_fc1_weight.x = t;
       dnnc_s_p_fc1_weight_momentum_buffer.x = t1;
     }
     {
       const i64 i = dnnc_q * 4 + 1;
       float buf = (first ? dnnc_l_v_fc1_weight_grad.y : ((dnnc_l_p_fc1_weight_momentum_buffer.y * 0x1.ccccccp-1f) + dnnc_l_v_fc1_weight_grad.y));
       float t = (dnnc_l_p_fc1_weight.y + ((-0x1.0624dep-10f) * buf));
-      dnnc_s_p_fc1_weight.y = t;
       float t1 = buf;
+      dnnc_s_p_fc1_weight.y = t;
       dnnc_s_p_fc1_weight_momentum_buffer.y = t1;
     }
     {
       const i64 i = dnnc_q * 4 + 2;
       float buf = (first ? dnnc_l_v_fc1_weight_grad.z : ((dnnc_l_p_fc1_weight_momentum_buffer.z * 0x1.ccccccp-1f) + dnnc_l_v_fc1_weight_grad.z));
       float t = (dnnc_l_p_fc1_weight.z + ((-0x1.0624dep-10f) * buf));
-      dnnc_s_p_fc1_weight.z = t;
       float t1 = buf;
+      dnnc_s_p_fc1_weight.z = t;
       dnnc_s_p_fc1_weight_momentum_buffer.z = t1;
     }
     {
       const i64 i = dnnc_q * 4 + 3;
       float buf = (first ? dnnc_l_v_fc1_weight_grad.w : ((dnnc_l_p_fc1_weight_momentum_buffer.w * 0x1.ccccccp-1f) + dnnc_l_v_fc1_weight_grad.w));
       float t = (dnnc_l_p_fc1_weight.w + ((-0x1.0624dep-10f) * buf));
-      dnnc_s_p_fc1_weight.w = t;
       float t1 = buf;
+      dnnc_s_p_fc1_weight.w = t;
       dnnc_s_p_fc1_weight_momentum_buffer.w = t1;
     }
     reinterpret_cast<float4*>(p_fc1_weight)[dnnc_q] = dnnc_s_p_fc1_weight;
@@ -274,32 +274,32 @@ extern "C" __global__ void k11_sgd_update(float* __restrict__ p_fc1_bias, const 
       const i64 i = dnnc_q * 4 + 0;
       float buf = (first ? dnnc_l_v_fc1_bias_grad.x : ((dnnc_l_p_fc1_bias_momentum_buffer.x * 0x1.ccccccp-1f) + dnnc_l_v_fc1_bias_grad.x));
       float t = (dnnc_l_p_fc1_bias.x + ((-0x1.0624dep-10f) * buf));
-      dnnc_s_p_fc1_bias.x = t;
       float t1 = buf;
+      dnnc_s_p_fc1_bias.x = t;
       dnnc_s_p_fc1_bias_momentum_buffer.x = t1;
     }
     {
       const i64 i = dnnc_q * 4 + 1;
       float buf = (first ? dnnc_l_v_fc1_bias_grad.y : ((dnnc_l_p_fc1_bias_momentum_buffer.y * 0x1.ccccccp-1f) + dnnc_l_v_fc1_bias_grad.y));
       float t = (dnnc_l_p_fc1_bias.y + ((-0x1.0624dep-10f) * buf));
-      dnnc_s_p_fc1_bias.y = t;
       float t1 = buf;
+      dnnc_s_p_fc1_bias.y = t;
       dnnc_s_p_fc1_bias_momentum_buffer.y = t1;
     }
     {
       const i64 i = dnnc_q * 4 + 2;
       float buf = (first ? dnnc_l_v_fc1_bias_grad.z : ((dnnc_l_p_fc1_bias_momentum_buffer.z * 0x1.ccccccp-1f) + dnnc_l_v_fc1_bias_grad.z));
       float t = (dnnc_l_p_fc1_bias.z + ((-0x1.0624dep-10f) * buf));
-      dnnc_s_p_fc1_bias.z = t;
       float t1 = buf;
+      dnnc_s_p_fc1_bias.z = t;
       dnnc_s_p_fc1_bias_momentum_buffer.z = t1;
     }
     {
       const i64 i = dnnc_q * 4 + 3;
       float buf = (first ? dnnc_l_v_fc1_bias_grad.w : ((dnnc_l_p_fc1_bias_momentum_buffer.w * 0x1.ccccccp-1f) + dnnc_l_v_fc1_bias_grad.w));
       float t = (dnnc_l_p_fc1_bias.w + ((-0x1.0624dep-10f) * buf));
-      dnnc_s_p_fc1_bias.w = t;
       float t1 = buf;
+      dnnc_s_p_fc1_bias.w = t;
       dnnc_s_p_fc1_bias_momentum_buffer.w = t1;
     }
     reinterpret_cast<float4*>(p_fc1_bias)[dnnc_q] = dnnc_s_p_fc1_bias;
@@ -326,32 +326,32 @@ extern "C" __global__ void k12_sgd_update(float* __restrict__ p_fc2_weight, cons
       const i64 i = dnnc_q * 4 + 0;
       float buf = (first ? dnnc_l_v_fc2_weight_grad.x : ((dnnc_l_p_fc2_weight_momentum_buffer.x * 0x1.ccccccp-1f) + dnnc_l_v_fc2_weight_grad.x));
       float t = (dnnc_l_p_fc2_weight.x + ((-0x1.0624dep-10f) * buf));
-      dnnc_s_p_fc2_weight.x = t;
       float t1 = buf;
+      dnnc_s_p_fc2_weight.x = t;
       dnnc_s_p_fc2_weight_momentum_buffer.x = t1;
     }
     {
       const i64 i = dnnc_q * 4 + 1;
       float buf = (first ? dnnc_l_v_fc2_weight_grad.y : ((dnnc_l_p_fc2_weight_momentum_buffer.y * 0x1.ccccccp-1f) + dnnc_l_v_fc2_weight_grad.y));
       float t = (dnnc_l_p_fc2_weight.y + ((-0x1.0624dep-10f) * buf));
-      dnnc_s_p_fc2_weight.y = t;
       float t1 = buf;
+      dnnc_s_p_fc2_weight.y = t;
       dnnc_s_p_fc2_weight_momentum_buffer.y = t1;
     }
     {
       const i64 i = dnnc_q * 4 + 2;
       float buf = (first ? dnnc_l_v_fc2_weight_grad.z : ((dnnc_l_p_fc2_weight_momentum_buffer.z * 0x1.ccccccp-1f) + dnnc_l_v_fc2_weight_grad.z));
       float t = (dnnc_l_p_fc2_weight.z + ((-0x1.0624dep-10f) * buf));
-      dnnc_s_p_fc2_weight.z = t;
       float t1 = buf;
+      dnnc_s_p_fc2_weight.z = t;
       dnnc_s_p_fc2_weight_momentum_buffer.z = t1;
     }
     {
       const i64 i = dnnc_q * 4 + 3;
       float buf = (first ? dnnc_l_v_fc2_weight_grad.w : ((dnnc_l_p_fc2_weight_momentum_buffer.w * 0x1.ccccccp-1f) + dnnc_l_v_fc2_weight_grad.w));
       float t = (dnnc_l_p_fc2_weight.w + ((-0x1.0624dep-10f) * buf));
-      dnnc_s_p_fc2_weight.w = t;
       float t1 = buf;
+      dnnc_s_p_fc2_weight.w = t;
       dnnc_s_p_fc2_weight_momentum_buffer.w = t1;
     }
     reinterpret_cast<float4*>(p_fc2_weight)[dnnc_q] = dnnc_s_p_fc2_weight;
@@ -378,32 +378,32 @@ extern "C" __global__ void k13_sgd_update(float* __restrict__ p_fc2_bias, const 
       const i64 i = dnnc_q * 4 + 0;
       float buf = (first ? dnnc_l_v_fc2_bias_grad.x : ((dnnc_l_p_fc2_bias_momentum_buffer.x * 0x1.ccccccp-1f) + dnnc_l_v_fc2_bias_grad.x));
       float t = (dnnc_l_p_fc2_bias.x + ((-0x1.0624dep-10f) * buf));
-      dnnc_s_p_fc2_bias.x = t;
       float t1 = buf;
+      dnnc_s_p_fc2_bias.x = t;
       dnnc_s_p_fc2_bias_momentum_buffer.x = t1;
     }
     {
       const i64 i = dnnc_q * 4 + 1;
       float buf = (first ? dnnc_l_v_fc2_bias_grad.y : ((dnnc_l_p_fc2_bias_momentum_buffer.y * 0x1.ccccccp-1f) + dnnc_l_v_fc2_bias_grad.y));
       float t = (dnnc_l_p_fc2_bias.y + ((-0x1.0624dep-10f) * buf));
-      dnnc_s_p_fc2_bias.y = t;
       float t1 = buf;
+      dnnc_s_p_fc2_bias.y = t;
       dnnc_s_p_fc2_bias_momentum_buffer.y = t1;
     }
     {
       const i64 i = dnnc_q * 4 + 2;
       float buf = (first ? dnnc_l_v_fc2_bias_grad.z : ((dnnc_l_p_fc2_bias_momentum_buffer.z * 0x1.ccccccp-1f) + dnnc_l_v_fc2_bias_grad.z));
       float t = (dnnc_l_p_fc2_bias.z + ((-0x1.0624dep-10f) * buf));
-      dnnc_s_p_fc2_bias.z = t;
       float t1 = buf;
+      dnnc_s_p_fc2_bias.z = t;
       dnnc_s_p_fc2_bias_momentum_buffer.z = t1;
     }
     {
       const i64 i = dnnc_q * 4 + 3;
       float buf = (first ? dnnc_l_v_fc2_bias_grad.w : ((dnnc_l_p_fc2_bias_momentum_buffer.w * 0x1.ccccccp-1f) + dnnc_l_v_fc2_bias_grad.w));
       float t = (dnnc_l_p_fc2_bias.w + ((-0x1.0624dep-10f) * buf));
-      dnnc_s_p_fc2_bias.w = t;
       float t1 = buf;
+      dnnc_s_p_fc2_bias.w = t;
       dnnc_s_p_fc2_bias_momentum_buffer.w = t1;
     }
     reinterpret_cast<float4*>(p_fc2_bias)[dnnc_q] = dnnc_s_p_fc2_bias;
@@ -430,32 +430,32 @@ extern "C" __global__ void k14_sgd_update(float* __restrict__ p_fc3_weight, cons
       const i64 i = dnnc_q * 4 + 0;
       float buf = (first ? dnnc_l_v_fc3_weight_grad.x : ((dnnc_l_p_fc3_weight_momentum_buffer.x * 0x1.ccccccp-1f) + dnnc_l_v_fc3_weight_grad.x));
       float t = (dnnc_l_p_fc3_weight.x + ((-0x1.0624dep-10f) * buf));
-      dnnc_s_p_fc3_weight.x = t;
       float t1 = buf;
+      dnnc_s_p_fc3_weight.x = t;
       dnnc_s_p_fc3_weight_momentum_buffer.x = t1;
     }
     {
       const i64 i = dnnc_q * 4 + 1;
       float buf = (first ? dnnc_l_v_fc3_weight_grad.y : ((dnnc_l_p_fc3_weight_momentum_buffer.y * 0x1.ccccccp-1f) + dnnc_l_v_fc3_weight_grad.y));
       float t = (dnnc_l_p_fc3_weight.y + ((-0x1.0624dep-10f) * buf));
-      dnnc_s_p_fc3_weight.y = t;
       float t1 = buf;
+      dnnc_s_p_fc3_weight.y = t;
       dnnc_s_p_fc3_weight_momentum_buffer.y = t1;
     }
     {
       const i64 i = dnnc_q * 4 + 2;
       float buf = (first ? dnnc_l_v_fc3_weight_grad.z : ((dnnc_l_p_fc3_weight_momentum_buffer.z * 0x1.ccccccp-1f) + dnnc_l_v_fc3_weight_grad.z));
       float t = (dnnc_l_p_fc3_weight.z + ((-0x1.0624dep-10f) * buf));
-      dnnc_s_p_fc3_weight.z = t;
       float t1 = buf;
+      dnnc_s_p_fc3_weight.z = t;
       dnnc_s_p_fc3_weight_momentum_buffer.z = t1;
     }
     {
       const i64 i = dnnc_q * 4 + 3;
       float buf = (first ? dnnc_l_v_fc3_weight_grad.w : ((dnnc_l_p_fc3_weight_momentum_buffer.w * 0x1.ccccccp-1f) + dnnc_l_v_fc3_weight_grad.w));
       float t = (dnnc_l_p_fc3_weight.w + ((-0x1.0624dep-10f) * buf));
-      dnnc_s_p_fc3_weight.w = t;
       float t1 = buf;
+      dnnc_s_p_fc3_weight.w = t;
       dnnc_s_p_fc3_weight_momentum_buffer.w = t1;
     }
     reinterpret_cast<float4*>(p_fc3_weight)[dnnc_q] = dnnc_s_p_fc3_weight;
@@ -482,32 +482,32 @@ extern "C" __global__ void k15_sgd_update(float* __restrict__ p_fc3_bias, const 
       const i64 i = dnnc_q * 4 + 0;
       float buf = (first ? dnnc_l_v_fc3_bias_grad.x : ((dnnc_l_p_fc3_bias_momentum_buffer.x * 0x1.ccccccp-1f) + dnnc_l_v_fc3_bias_grad.x));
       float t = (dnnc_l_p_fc3_bias.x + ((-0x1.0624dep-10f) * buf));
-      dnnc_s_p_fc3_bias.x = t;
       float t1 = buf;
+      dnnc_s_p_fc3_bias.x = t;
       dnnc_s_p_fc3_bias_momentum_buffer.x = t1;
     }
     {
       const i64 i = dnnc_q * 4 + 1;
       float buf = (first ? dnnc_l_v_fc3_bias_grad.y : ((dnnc_l_p_fc3_bias_momentum_buffer.y * 0x1.ccccccp-1f) + dnnc_l_v_fc3_bias_grad.y));
       float t = (dnnc_l_p_fc3_bias.y + ((-0x1.0624dep-10f) * buf));
-      dnnc_s_p_fc3_bias.y = t;
       float t1 = buf;
+      dnnc_s_p_fc3_bias.y = t;
       dnnc_s_p_fc3_bias_momentum_buffer.y = t1;
     }
     {
       const i64 i = dnnc_q * 4 + 2;
       float buf = (first ? dnnc_l_v_fc3_bias_grad.z : ((dnnc_l_p_fc3_bias_momentum_buffer.z * 0x1.ccccccp-1f) + dnnc_l_v_fc3_bias_grad.z));
       float t = (dnnc_l_p_fc3_bias.z + ((-0x1.0624dep-10f) * buf));
-      dnnc_s_p_fc3_bias.z = t;
       float t1 = buf;
+      dnnc_s_p_fc3_bias.z = t;
       dnnc_s_p_fc3_bias_momentum_buffer.z = t1;
     }
     {
       const i64 i = dnnc_q * 4 + 3;
       float buf = (first ? dnnc_l_v_fc3_bias_grad.w : ((dnnc_l_p_fc3_bias_momentum_buffer.w * 0x1.ccccccp-1f) + dnnc_l_v_fc3_bias_grad.w));
       float t = (dnnc_l_p_fc3_bias.w + ((-0x1.0624dep-10f) * buf));
-      dnnc_s_p_fc3_bias.w = t;
       float t1 = buf;
+      dnnc_s_p_fc3_bias.w = t;
       dnnc_s_p_fc3_bias_momentum_buffer.w = t1;
     }
     reinterpret_cast<float4*>(p_fc3_bias)[dnnc_q] = dnnc_s_p_fc3_bias;
@@ -516,8 +516,8 @@ extern "C" __global__ void k15_sgd_update(float* __restrict__ p_fc3_bias, const 
   for (i64 i = 8 + dnnc_tid; i < 10; i += dnnc_nthreads) {
     float buf = (first ? v_fc3_bias_grad[i] : ((p_fc3_bias_momentum_buffer[i] * 0x1.ccccccp-1f) + v_fc3_bias_grad[i]));
     float t = (p_fc3_bias[i] + ((-0x1.0624dep-10f) * buf));
-    p_fc3_bias[i] = t;
     float t1 = buf;
+    p_fc3_bias[i] = t;
     p_fc3_bias_momentum_buffer[i] = t1;
   }
 }
