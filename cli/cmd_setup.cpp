@@ -94,6 +94,7 @@ std::string describe_recipe(const ir::Module& m) {
     for (const auto& [k, v] : sched.attrs) args += fmt::format("{}{} {}", args.empty() ? "" : ", ", k, ir::attr_to_string(v));
     s += fmt::format(", {} schedule{}", sched.kind, args.empty() ? "" : " (" + args + ")");
   }
+  if (m.train.clip_grad_norm > 0) s += fmt::format(", gradients clipped to norm {}", m.train.clip_grad_norm);
   s = fmt::format("{}, batch {}, {} epoch{}, seed {}", s, m.train.batch, m.train.epochs,
                   m.train.epochs == 1 ? "" : "s", m.train.seed);
   const ir::DataConfig& d = m.train.data;

@@ -24,7 +24,8 @@ struct DataSet {
 };
 const std::vector<DataSet> kDataSets = {{"mnist", 1, 28, 28}, {"fashion_mnist", 1, 28, 28}, {"cifar10", 3, 32, 32}};
 
-const std::vector<std::string> kSettings = {"data", "augment", "batch", "epochs", "seed", "optimizer", "schedule"};
+const std::vector<std::string> kSettings = {"data",      "augment",  "batch",         "epochs",
+                                            "seed",      "optimizer", "schedule",     "clip_grad_norm"};
 const std::vector<std::string> kAugmentations = {"random_crop", "random_horizontal_flip"};
 const std::vector<std::string> kOptimizers = {"sgd", "adam", "adamw"};
 
@@ -81,6 +82,12 @@ class TrainLowering {
     if (seen.count("augment")) augment(*seen["augment"]->value);
     optimizer(*seen["optimizer"]->value);
     if (seen.count("schedule")) schedule(*seen["schedule"]->value);
+    if (seen.count("clip_grad_norm")) {  // torch.nn.utils.clip_grad_norm_(params, max_norm)
+      const Expr& v = *seen["clip_grad_norm"]->value;
+      tc.clip_grad_norm = ev_.eval_float(v, "train setting 'clip_grad_norm'");
+      if (!(tc.clip_grad_norm > 0))
+        fail(expr_start(v), fmt::format("clip_grad_norm must be positive, found {}", tc.clip_grad_norm));
+    }
   }
 
  private:
@@ -103,7 +110,7 @@ class TrainLowering {
            fmt::format("'{}' is an optimizer argument; write it inside the optimizer, e.g. optimizer = sgd({}: ...)",
                        a.name, a.name));
     std::string hint = did_you_mean(a.name, kSettings);
-    if (hint.empty()) hint = "; expected one of data, augment, batch, epochs, seed, optimizer, schedule";
+    if (hint.empty()) hint = "; expected one of data, augment, batch, epochs, seed, optimizer, schedule, clip_grad_norm";
     fail(a.loc, fmt::format("unknown train setting '{}'{}", a.name, hint));
   }
 

@@ -108,6 +108,8 @@ std::string train_diff(const TrainConfig& a, const TrainConfig& b) {
   if (a.batch != b.batch || a.epochs != b.epochs || a.seed != b.seed)
     return fmt::format("train batch/epochs/seed {}/{}/{} vs {}/{}/{}", a.batch, a.epochs, a.seed, b.batch, b.epochs,
                        b.seed);
+  if (!same_bits(a.clip_grad_norm, b.clip_grad_norm))
+    return fmt::format("train clip_grad_norm {} vs {}", a.clip_grad_norm, b.clip_grad_norm);
   if (a.optimizer.kind != b.optimizer.kind)
     return fmt::format("optimizer '{}' vs '{}'", a.optimizer.kind, b.optimizer.kind);
   if (auto d = attrs_diff(a.optimizer.attrs, b.optimizer.attrs); !d.empty()) return "optimizer " + d;

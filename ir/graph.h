@@ -132,6 +132,7 @@ struct TrainConfig {
   int64_t seed = 0;
   OptimizerConfig optimizer;
   ScheduleConfig schedule;
+  double clip_grad_norm = 0;  // > 0: gradients scaled to this global L2 norm at most (clip_grad_norm_)
   SourceLoc loc;
 };
 

@@ -76,9 +76,26 @@ Types adam_update_rule(const Types& in, const Attrs& attrs) {
   return {param, param, param};
 }
 
+Types clip_coef_rule(const Types& in, const Attrs& attrs) {
+  expect_f32_scalar("clip_coef", "total_sq", in[0], 0);
+  double max_norm = attr_float(attrs, "max_norm");
+  if (!(max_norm > 0))
+    throw ShapeError(fmt::format("clip_coef: max_norm must be positive, found {}", attr_to_string(max_norm)));
+  return {in[0]};
+}
+
 }  // namespace
 
 void register_optim_ops(OpTable& t) {
+  t.add({.name = "clip_coef",
+         .operands = {operand("total_sq")},
+         .attrs = {required("max_norm", AttrKind::float_)},
+         .num_outputs = 1,
+         .fusion = FusionClass::elementwise,
+         .infer = clip_coef_rule,
+         .internal = true,
+         .summary = "gradient clipping's factor from the sum of squares of every gradient: "
+                    "min(max_norm / (sqrt(total_sq) + 1e-6), 1), as torch.nn.utils.clip_grad_norm_"});
   t.add({.name = "sgd_update",
          .operands = {operand("param"), operand("grad"), optional_operand("momentum_buf"), optional_operand("step"),
                       optional_operand("lr")},

@@ -244,7 +244,8 @@ class Parser {
   /// train ::= 'train' '{' train_field (',' train_field)* '}' 'optimizer' string attr_dict
   ///           ['schedule' string attr_dict] [loc]
   /// train_field ::= ('data' '=' string | 'mean' '=' list | 'std' '=' list | 'crop_padding' '=' int
-  ///                 | 'flip_p' '=' number | 'batch' '=' int | 'epochs' '=' int | 'seed' '=' int)
+  ///                 | 'flip_p' '=' number | 'batch' '=' int | 'epochs' '=' int | 'seed' '=' int
+  ///                 | 'clip_grad_norm' '=' number)
   void parse_train() {
     const Token& start = advance();
     if (m_.train.present) error_at(start.loc, "a second train config; expected one, found two");
@@ -277,6 +278,14 @@ class Parser {
           t.seed = parse_int("an integer seed");
         } else if (k == "crop_padding") {
           t.data.crop_padding = parse_int("an integer crop padding");
+        } else if (k == "clip_grad_norm") {
+          AttrValue v = parse_attr_value();
+          if (auto* f = std::get_if<double>(&v))
+            t.clip_grad_norm = *f;
+          else if (auto* i = std::get_if<int64_t>(&v))
+            t.clip_grad_norm = static_cast<double>(*i);
+          else
+            error_at(key.loc, fmt::format("expected a number for 'clip_grad_norm', found {}", attr_to_string(v)));
         } else if (k == "flip_p") {
           AttrValue v = parse_attr_value();
           if (auto* f = std::get_if<double>(&v))
@@ -286,7 +295,7 @@ class Parser {
           else
             error_at(key.loc, fmt::format("expected a number for 'flip_p', found {}", attr_to_string(v)));
         } else {
-          error(key, "a train field (data, mean, std, crop_padding, flip_p, batch, epochs, seed)");
+          error(key, "a train field (data, mean, std, crop_padding, flip_p, batch, epochs, seed, clip_grad_norm)");
         }
       } while (accept_punct(","));
     }

@@ -113,12 +113,13 @@ std::string print(const Module& m) {
     std::string augment;  // printed only where set, so older IR text reads the same
     if (t.data.crop_padding) augment += fmt::format(", crop_padding={}", t.data.crop_padding);
     if (t.data.flip_p) augment += fmt::format(", flip_p={}", attr_to_string(t.data.flip_p));
+    std::string clip = t.clip_grad_norm ? fmt::format(", clip_grad_norm={}", attr_to_string(t.clip_grad_norm)) : "";
     std::string schedule;  // likewise
     if (!t.schedule.kind.empty())
       schedule = fmt::format(" schedule {} {}", quoted(t.schedule.kind), print_attrs(t.schedule.attrs));
-    out += fmt::format("  train {{data={}, mean={}, std={}{}, batch={}, epochs={}, seed={}}} optimizer {} {}{}{}\n",
+    out += fmt::format("  train {{data={}, mean={}, std={}{}, batch={}, epochs={}, seed={}{}}} optimizer {} {}{}{}\n",
                        quoted(t.data.dataset), attr_to_string(t.data.mean), attr_to_string(t.data.std), augment,
-                       t.batch, t.epochs, t.seed, quoted(t.optimizer.kind), print_attrs(t.optimizer.attrs), schedule,
+                       t.batch, t.epochs, t.seed, clip, quoted(t.optimizer.kind), print_attrs(t.optimizer.attrs), schedule,
                        print_loc(t.loc));
   }
   for (const Graph& g : m.graphs) print_graph(out, g, m, "  ");

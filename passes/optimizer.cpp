@@ -2,6 +2,9 @@
 // graph "train_step", turning its gradient outputs into in-place param updates.
 #include <fmt/format.h>
 
+#include <map>
+#include <numeric>
+
 #include "ir/op_registry.h"
 #include "passes/grad_builder.h"
 #include "passes/passes.h"
@@ -81,6 +84,35 @@ bool optimizer(ir::Module& m) {
     return operands;
   };
 
+  // clip_grad_norm: torch.nn.utils.clip_grad_norm_(params, max_norm) before the step. Every
+  // gradient is scaled by min(max_norm / (||all gradients||_2 + 1e-6), 1).
+  auto is_grad = [&](size_t i) {
+    const std::string& gname = g->value(g->outputs[i]).name;
+    return i >= 2 && gname.ends_with(".grad") && m.param(gname.substr(0, gname.size() - 5));
+  };
+  std::map<ir::ValueId, ir::ValueId> clipped;
+  if (m.train.clip_grad_norm > 0) {
+    ir::ValueId total = ir::kNoValue;
+    for (size_t i = 0; i < g->outputs.size(); ++i) {
+      if (!is_grad(i)) continue;
+      ir::ValueId gv = g->outputs[i];
+      std::vector<int64_t> axes(g->value(gv).type.rank());
+      std::iota(axes.begin(), axes.end(), int64_t{0});
+      const std::string& gname = g->value(gv).name;
+      ir::ValueId sq = b.emit1("mul", {gv, gv}, {}, gname + ".sq");
+      ir::ValueId s = b.emit1("reduce_sum", {sq}, {{"axes", axes}, {"keepdim", false}}, gname + ".sumsq");
+      total = total == ir::kNoValue ? s : b.emit1("add", {total, s}, {}, "grad_sumsq");
+    }
+    if (total != ir::kNoValue) {
+      ir::ValueId coef = b.emit1("clip_coef", {total}, {{"max_norm", m.train.clip_grad_norm}}, "clip_coef");
+      for (size_t i = 0; i < g->outputs.size(); ++i)
+        if (is_grad(i)) {
+          ir::ValueId gv = g->outputs[i];
+          clipped[gv] = b.emit1("mul", {gv, coef}, {}, g->value(gv).name + ".clipped");
+        }
+    }
+  }
+
   std::vector<ir::ValueId> kept;
   std::vector<std::pair<std::string, ir::ValueId>> updates;
   for (size_t i = 0; i < g->outputs.size(); ++i) {
@@ -94,6 +126,7 @@ bool optimizer(ir::Module& m) {
     std::string pname = p->name;
     ir::TensorType ptype = p->type;
     ir::ValueId pv = g->param(pname, ptype);
+    if (auto c = clipped.find(gv); c != clipped.end()) gv = c->second;
     if (cfg.kind == "sgd") {
       if (momentum != 0) {
         std::string buf = pname + ".momentum_buffer";

@@ -232,6 +232,13 @@ bool map_op_of(const LowerCtx& ctx, const ir::Node& n, const ir::Attrs& a, MapOp
     out->operand_strides = {{}, per_channel, per_channel, per_channel, per_channel};
   } else if (op == "dropout") {
     *out = dropout_op(ctx, n, a);
+  } else if (op == "clip_coef") {
+    // min(max_norm / (sqrt(total_sq) + 1e-6), 1) in float; NaN stays NaN (the loss check stops).
+    Expr max_norm = f32c(ir::attr_float(a, "max_norm"));
+    *out = simple([max_norm](const MapEnv& e) {
+      Expr coef = e.kb->let("coef", max_norm / (sqrt(e.in[0]) + f32c(1e-6)));
+      return std::vector<Expr>{select(ge(coef, f32c(1)), f32c(1), coef)};
+    });
   } else if (op == "sgd_update") {
     *out = sgd_op(ctx, n, a);
   } else if (op == "adam_update") {
@@ -476,7 +483,7 @@ const std::vector<std::string>& map_ops() {
       "div",           "relu_backward",    "leaky_relu_backward", "tanh_backward",
       "sigmoid_backward", "gelu_backward", "fill",          "mse_loss_backward",
       "transpose",     "batchnorm2d_infer", "dropout",      "sgd_update",
-      "adam_update"};
+      "adam_update",   "clip_coef"};
   return ops;
 }
 

@@ -5,6 +5,7 @@
 // torch on this machine).
 #include "runtime/reference/kernels_optim.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "runtime/reference/kernel_table.h"
@@ -97,6 +98,13 @@ template AdamOut<double> adam_update(const Buf<double>&, const Buf<double>&, con
                                      const Buf<double>&, double, const AdamOptions&);
 
 void register_optim_kernels(KernelTable& t) {
+  t["clip_coef"] = [](const KernelCall& c) {
+    // torch.nn.utils.clip_grad_norm_ in float: total_norm, then max_norm / (total_norm + 1e-6)
+    // clamped to at most 1.
+    float total_norm = std::sqrt(static_cast<float>(scalar_operand(c, 0)));
+    float coef = static_cast<float>(ir::attr_float(c.at(), "max_norm")) / (total_norm + 1e-6f);
+    return one_output(Buf<float>(Shape{}, std::isnan(coef) ? coef : std::min(coef, 1.0f)));
+  };
   t["sgd_update"] = [](const KernelCall& c) {
     SgdOptions o;
     o.lr = ir::attr_float(c.at(), "lr");

@@ -169,6 +169,22 @@ TEST_CASE("cpu equals reference with a scheduled lr, every optimizer", "[cpu][mo
       }
 }
 
+// clip_grad_norm: the sum of squares of every gradient, the clip factor, the scaled gradients
+// (max norms below and above the gradients' norm: clipped and not), with SGD and AdamW.
+TEST_CASE("cpu equals reference with gradient clipping", "[cpu][models]") {
+  for (const std::string& model : {"lenet5", "mlp_layernorm_adamw"})
+    for (double max_norm : {0.05, 1e3}) {
+      INFO(model << " clip_grad_norm " << max_norm);
+      ir::Module m = frontend::compile_file("models/" + model + ".dnn");
+      m.train.clip_grad_norm = max_norm;
+      passes::compile(m);
+      int coefs = 0;
+      for (const ir::Node& n : m.graph("train_step")->nodes) coefs += n.op == "clip_coef";
+      REQUIRE(coefs == 1);
+      check_module(m, model + " clipped", model == "lenet5" ? 5 : 8);
+    }
+}
+
 // Co-scheduled weight-gradient GEMMs (codegen/lower/coschedule.h): the MLP's three run in one
 // parallel region with their rows split by work; on 3 threads the split points fall inside
 // different GEMMs than on 2. Off, each GEMM is split over all threads in turn.

@@ -117,6 +117,10 @@ TEST_CASE("emulated cuda equals reference with a scheduled lr", "[cuda_emu][sche
   check_model("models/mnist_mlp.dnn", 3, 2, kAll, false, passes::LayoutChoice::automatic,
               [](ir::Module& m) { m.train.schedule = {"cosine", {}}; });
 }
+TEST_CASE("emulated cuda equals reference with gradient clipping", "[cuda_emu]") {
+  check_model("models/lenet5.dnn", 3, 2, kAll, false, passes::LayoutChoice::automatic,
+              [](ir::Module& m) { m.train.clip_grad_norm = 0.05; });
+}
 TEST_CASE("emulated cuda equals reference: lenet5", "[cuda_emu]") { check_both_orders("models/lenet5.dnn", 2); }
 TEST_CASE("emulated cuda equals reference: cifar_cnn", "[cuda_emu]") { check_both_orders("models/cifar_cnn.dnn", 4); }
 TEST_CASE("emulated cuda equals reference: cifar_strided", "[cuda_emu]") {

@@ -138,6 +138,14 @@ TEST_CASE("train: schedule takes PyTorch's schedulers with their arguments", "[f
                               {"three_phase", true}});
 }
 
+TEST_CASE("train: clip_grad_norm is a positive max norm", "[frontend][train]") {
+  CHECK(train("  batch = 8\n  optimizer = sgd()").clip_grad_norm == 0);
+  CHECK(train("  batch = 8\n  optimizer = sgd()\n  clip_grad_norm = 1.5").clip_grad_norm == 1.5);
+  CHECK(train("  batch = 8\n  optimizer = sgd()\n  clip_grad_norm = 2").clip_grad_norm == 2.0);
+  CHECK(test::error_of(std::string(kModel) + "train M {\n  batch = 8\n  optimizer = sgd()\n  clip_grad_norm = 0\n}\n") ==
+        "10:20 clip_grad_norm must be positive, found 0");
+}
+
 TEST_CASE("train: a bad schedule is reported at the argument at fault", "[frontend][train][schedule]") {
   auto error = [](const std::string& s) {
     return test::error_of(std::string(kModel) + "train M {\n  batch = 8\n  optimizer = sgd()\n  schedule = " + s + "\n}\n");

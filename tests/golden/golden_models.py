@@ -83,11 +83,12 @@ class CifarStrided(nn.Module):
 
 class ModelSpec:
     """A golden model: its .dnn path, PyTorch mirror, input shape (without batch), the golden's
-    batch size and whether the extra Nesterov/AdamW trajectories are recorded."""
+    batch size, whether the extra Nesterov/AdamW trajectories are recorded, and the gradient-
+    clipping trajectories (keys of OPTIMIZERS with a clip_grad_norm) it also records."""
 
-    def __init__(self, name, module, shape, batch, extra_optimizers):
+    def __init__(self, name, module, shape, batch, extra_optimizers, clipped=()):
         self.name, self.module, self.shape = name, module, shape
-        self.batch, self.extra_optimizers = batch, extra_optimizers
+        self.batch, self.extra_optimizers, self.clipped = batch, extra_optimizers, list(clipped)
 
     @property
     def path(self):
@@ -98,7 +99,7 @@ class ModelSpec:
 # gets no file of its own.
 SPECS = [
     ModelSpec("mnist_mlp", MnistMlp, (1, 28, 28), 32, True),
-    ModelSpec("lenet5", LeNet5, (1, 28, 28), 32, False),
+    ModelSpec("lenet5", LeNet5, (1, 28, 28), 32, False, ["sgd_clip"]),
     ModelSpec("cifar_cnn", CifarCnn, (3, 32, 32), 4, False),
     ModelSpec("cifar_strided", CifarStrided, (3, 32, 32), 4, False),
 ]
@@ -111,7 +112,14 @@ OPTIMIZERS = {
     "adamw": {"lr": 0.001, "beta1": 0.9, "beta2": 0.999, "eps": 1e-8, "weight_decay": 0.01, "decoupled": True},
     # the float64 trajectory's (golden_float64.py; README.md says why lr 0.001)
     "sgd_nesterov_bn": {"lr": 0.001, "momentum": 0.9, "dampening": 0.0, "weight_decay": 5e-4, "nesterov": True},
+    # torch.nn.utils.clip_grad_norm_ before each step (the train block's clip_grad_norm); the
+    # max norm lies inside the range of the gradients' norms, so some steps are clipped and some not
+    "sgd_clip": {"lr": 0.01, "momentum": 0.9, "dampening": 0.0, "weight_decay": 0.0, "nesterov": False,
+                 "clip_grad_norm": 0.3},
 }
+# Trajectories with a clip_grad_norm record their final params too (a clip that goes wrong late
+# shows in them before it shows in the losses).
+CLIPPED = {k for k, v in OPTIMIZERS.items() if "clip_grad_norm" in v}
 
 
 def _make_optimizer(kind, params):
@@ -130,13 +138,19 @@ def trajectory(model, kind, batches):
     Returns (losses f32[steps], final state_dict); `model` itself is left untouched."""
     model = copy.deepcopy(model)
     opt = _make_optimizer(kind, model.parameters())
-    losses = []
+    clip = OPTIMIZERS[kind].get("clip_grad_norm")
+    losses, clipped = [], 0
     for x, y in batches:
         opt.zero_grad()
         loss = F.cross_entropy(model(x), y)
         loss.backward()
+        if clip is not None:
+            norm = float(torch.nn.utils.clip_grad_norm_(model.parameters(), clip))
+            clipped += norm > clip
         opt.step()
         losses.append(loss.detach().clone())
+    # both branches of the clamp: some steps clipped, some left alone
+    assert clip is None or 0 < clipped < len(batches), f"{kind}: {clipped} of {len(batches)} steps clipped"
     return torch.stack(losses), {k: v.detach().clone() for k, v in model.state_dict().items()}
 
 
@@ -173,11 +187,11 @@ def evaluate(spec, repo_root):
     tensors["step1.logits"], tensors["step1.loss"] = logits.detach().clone(), loss.detach().clone()
     tensors.update({f"grad.{k}": p.grad.detach().clone() for k, p in step1.named_parameters()})
 
-    kinds = ["sgd", "adam"] + (["sgd_nesterov", "adamw"] if spec.extra_optimizers else [])
+    kinds = ["sgd", "adam"] + (["sgd_nesterov", "adamw"] if spec.extra_optimizers else []) + spec.clipped
     for kind in kinds:
         losses, final = trajectory(model, kind, batches)
         tensors[f"{kind}.loss"] = losses
-        if kind in ("sgd", "adam"):  # final params of the extra trajectories would double the file
+        if kind in ("sgd", "adam") or kind in CLIPPED:  # the extra ones' finals would double the file
             tensors.update({f"{kind}.final.{k}": v for k, v in final.items()})
     for name, t in tensors.items():
         assert bool(torch.isfinite(t.to(torch.float64)).all()), f"{spec.name}: {name} is not finite"

@@ -89,9 +89,15 @@ void run_first_step(const std::string& path) {
   }
 }
 
-// optimizer.<run> (dnnc's sgd_update / adam_update attribute names) as the module's optimizer.
-ir::OptimizerConfig optimizer_config(const GoldenFile& f, const std::string& run) {
+// optimizer.<run> (dnnc's sgd_update / adam_update attribute names) as the module's optimizer;
+// its clip_grad_norm, if any, as the train config's.
+ir::OptimizerConfig optimizer_config(const GoldenFile& f, const std::string& run, double* clip_grad_norm) {
   nlohmann::json j = f.meta_json("optimizer." + run);
+  *clip_grad_norm = 0;
+  if (j.contains("clip_grad_norm")) {
+    *clip_grad_norm = j.at("clip_grad_norm").get<double>();
+    j.erase("clip_grad_norm");
+  }
   ir::OptimizerConfig cfg;
   if (j.contains("decoupled")) {
     cfg.kind = j.at("decoupled").get<bool>() ? "adamw" : "adam";
@@ -107,7 +113,7 @@ void run_trajectory(const std::string& path, const std::string& run) {
   GoldenFile f = load_golden(path);
   std::string name = model_name(f);
   ir::Module m = compile_model(f);
-  m.train.optimizer = optimizer_config(f, run);
+  m.train.optimizer = optimizer_config(f, run, &m.train.clip_grad_norm);
   run_passes(m, {"infer-shapes", "autodiff", "optimizer"});
   ref::ParamStore store = golden_params(m, f);
   const ir::Graph& g = *m.graph("train_step");
@@ -127,7 +133,7 @@ void run_trajectory(const std::string& path, const std::string& run) {
     ++finals;
     check_close(name + " " + golden, store.tensors.at(key), f.tensor(golden), kTrajectoryTol);
   }
-  if (run == "sgd" || run == "adam") CHECK(finals == static_cast<int>(param_keys(f).size()));
+  if (run == "sgd" || run == "adam" || m.train.clip_grad_norm > 0) CHECK(finals == static_cast<int>(param_keys(f).size()));
 }
 
 // Per model file: "golden model <model> step1" and one "golden model <model> <run>" per

@@ -80,6 +80,9 @@ TEST_CASE("the train config's lr schedule round-trips, and is absent from the te
   CHECK(print(m).find("optimizer \"sgd\" {lr=0.1} schedule \"multistep\" {gamma=0.25, milestones=[2,5]}") !=
         std::string::npos);
   check_round_trip(m);
+  m.train.clip_grad_norm = 0.75;
+  CHECK(print(m).find(", seed=1, clip_grad_norm=0.75} optimizer") != std::string::npos);
+  check_round_trip(m);
   Module n = m;
   n.train.schedule.attrs["gamma"] = 0.5;
   CHECK(module_diff(m, n) == "schedule attribute 'gamma': 0.25 vs 0.5");
