@@ -12,7 +12,7 @@
 namespace dnnc::frontend {
 
 const std::vector<std::string>& layer_constructor_names() {
-  static const std::vector<std::string> names = {"linear", "conv2d", "batchnorm2d", "layernorm"};
+  static const std::vector<std::string> names = {"linear", "conv2d", "batchnorm2d", "batchnorm1d", "layernorm"};
   return names;
 }
 
@@ -39,8 +39,8 @@ class Declarer {
       linear();
     else if (layer_.kind == "conv2d")
       conv2d();
-    else if (layer_.kind == "batchnorm2d")
-      batchnorm2d();
+    else if (layer_.kind == "batchnorm2d" || layer_.kind == "batchnorm1d")
+      batchnorm();
     else
       layernorm();
     return std::move(layer_);
@@ -140,8 +140,8 @@ class Declarer {
     if (flag(7, "bias", true)) add_param("bias", {ir::DType::f32, {out}}, ir::ParamRole::weight, uniform(fan_in));
   }
 
-  /// batchnorm2d(num_features, eps: 1e-5, momentum: 0.1)
-  void batchnorm2d() {
+  /// batchnorm2d(num_features, eps: 1e-5, momentum: 0.1), batchnorm1d(...) alike
+  void batchnorm() {
     bind({"num_features", "eps", "momentum"}, 1);
     int64_t c = int_at_least(0, "num_features", 1);
     set_size(0, "num_features", {c});
@@ -223,7 +223,23 @@ Layer declare_layer(const std::string& name, ir::SourceLoc name_loc, const ast::
 ir::ValueId apply_layer(Layer& layer, ir::ValueId x, const ast::Expr& input, ir::SourceLoc call_loc, ir::Graph& g,
                         ValueNamer& namer, const ir::Module& m, const std::string& result_name,
                         const std::string& file) {
-  bool is_bn = layer.kind == "batchnorm2d";
+  bool is_bn = layer.kind == "batchnorm2d" || layer.kind == "batchnorm1d";
+  // batchnorm1d is PyTorch's BatchNorm1d on [N, C] or [N, C, L]: the statistics per channel over
+  // N (and L) are batchnorm2d's over [N, C, 1, 1] (or [N, C, L, 1]), so it is lowered as that
+  // batchnorm2d between two reshapes (views).
+  const bool bn1d = layer.kind == "batchnorm1d";
+  const ir::TensorType x_type = g.value(x).type;
+  if (bn1d) {
+    int64_t rank = static_cast<int64_t>(x_type.rank());
+    if (x_type.dtype != ir::DType::f32 || (rank != 2 && rank != 3) || x_type.shape[0] != ir::kBatch)
+      throw ir::CompileError(file, call_loc,
+                             fmt::format("batchnorm1d layer '{}' expects an f32 input [{}, C] or [{}, C, L], found {}",
+                                         layer.name, m.batch_symbol, m.batch_symbol,
+                                         ir::to_string(x_type, m.batch_symbol)));
+    std::vector<int64_t> shape4(x_type.shape.begin(), x_type.shape.end());
+    while (shape4.size() < 4) shape4.push_back(1);
+    x = emit_node(g, namer, "reshape", {x}, {{"shape", shape4}}, call_loc, "", {}, file)[0];
+  }
   if (is_bn && layer.applications > 0)
     throw ir::CompileError(file, call_loc,
                            fmt::format("batchnorm layer '{}' is already applied at {}:{}; a batchnorm layer can be "
@@ -234,7 +250,7 @@ ir::ValueId apply_layer(Layer& layer, ir::ValueId x, const ast::Expr& input, ir:
   for (const auto& p : layer.params) ins.push_back(g.param(p, m.param(p)->type));
   TypedNode typed;
   try {
-    typed = type_node(layer.kind, types_of(g, ins), layer.attrs);
+    typed = type_node(bn1d ? "batchnorm2d" : layer.kind, types_of(g, ins), layer.attrs);
   } catch (const ir::ShapeError& e) {
     report_size_mismatch(layer, g.value(x).type, input, file);
     throw ir::CompileError(file, call_loc, e.what());
@@ -242,8 +258,8 @@ ir::ValueId apply_layer(Layer& layer, ir::ValueId x, const ast::Expr& input, ir:
   std::vector<std::string> suffixes;
   if (is_bn) suffixes = {".mean", ".invstd", ".running_mean", ".running_var"};
   if (layer.kind == "layernorm") suffixes = {".mean", ".invstd"};
-  std::vector<ir::ValueId> outs =
-      add_typed(g, namer, layer.kind, ins, std::move(typed), call_loc, result_name, suffixes);
+  std::vector<ir::ValueId> outs = add_typed(g, namer, bn1d ? "batchnorm2d" : layer.kind, ins, std::move(typed),
+                                            call_loc, bn1d ? "" : result_name, suffixes);
   if (is_bn) {
     g.updates.emplace_back(layer.name + ".running_mean", outs[3]);
     g.updates.emplace_back(layer.name + ".running_var", outs[4]);
@@ -252,6 +268,10 @@ ir::ValueId apply_layer(Layer& layer, ir::ValueId x, const ast::Expr& input, ir:
     std::string counter = layer.name + ".num_batches_tracked";
     ir::ValueId c = g.param(counter, m.param(counter)->type);
     g.updates.emplace_back(counter, emit_node(g, namer, "increment", {c}, {}, call_loc, counter, {}, file)[0]);
+  }
+  if (bn1d) {
+    std::vector<int64_t> back(x_type.shape.begin(), x_type.shape.end());
+    return emit_node(g, namer, "reshape", {outs[0]}, {{"shape", back}}, call_loc, result_name, {}, file)[0];
   }
   return outs[0];
 }

@@ -175,7 +175,7 @@ class ModelLowering {
       const Expr& e = *d.dims[i];
       bool symbolic = e.kind == ExprKind::ident && !scope_.count(e.name);
       if (symbolic) {
-        if (batch_symbol_.empty()) batch_symbol_ = e.name;
+        if (batch_symbol_.empty()) batch_symbol_ = m_.batch_symbol = e.name;  // messages name it from here on
         if (e.name != batch_symbol_)
           fail(e.loc, fmt::format("only one symbolic dimension, the batch '{}', is supported; found '{}'",
                                   batch_symbol_, e.name));

@@ -90,6 +90,11 @@ TEST_CASE("cpu equals reference: cifar_strided", "[cpu][models]") { check_model(
 TEST_CASE("cpu equals reference: vgg_cifar", "[cpu][models]") { check_model("vgg_cifar", 4); }
 TEST_CASE("cpu equals reference: resnet_mnist", "[cpu][models]") { check_model("resnet_mnist", 4); }
 TEST_CASE("cpu equals reference: fashion_cnn", "[cpu][models]") { check_model("fashion_cnn", 5); }
+// batchnorm1d on [N, C] after a linear and on [N, C, L] (batchnorm2d between reshapes).
+TEST_CASE("cpu equals reference: batchnorm1d on [N, C] and [N, C, L]", "[cpu][models]") {
+  check_model("tests/golden/mlp_batchnorm1d.dnn", 6);
+  check_model("tests/golden/batchnorm1d_ncl.dnn", 5);
+}
 // Label smoothing in the fused softmax-xent kernel and, without the fuse pass, in the
 // separate cross_entropy and cross_entropy_backward kernels.
 TEST_CASE("cpu equals reference: cross_entropy with label smoothing, fused and not", "[cpu][models]") {

@@ -57,6 +57,32 @@ TEST_CASE("batchnorm2d: PyTorch params and buffers, 5 outputs, running stats as 
   CHECK(g.value(inc->inputs[0]).name == "bn.num_batches_tracked");
 }
 
+TEST_CASE("batchnorm1d: batchnorm2d's params, lowered as batchnorm2d between reshapes", "[frontend][lower]") {
+  ir::Module m = compile_body(
+      "  input x: f32[B, 8]\n"
+      "  bn = batchnorm1d(8, momentum: 0.2)\n"
+      "  h = bn(x)\n"
+      "  loss = mse_loss(h, x)\n");
+  CHECK(param_names(m) == std::vector<std::string>{"bn.weight", "bn.bias", "bn.running_mean", "bn.running_var",
+                                                   "bn.num_batches_tracked"});
+  const ir::Graph& g = m.graphs[0];
+  CHECK(node_ops(g) == std::vector<std::string>{"reshape", "batchnorm2d", "increment", "reshape", "mse_loss"});
+  const ir::Node* back = node_defining(g, "h");
+  REQUIRE(back);
+  CHECK(back->op == "reshape");
+  CHECK(type_of(g, "h") == "f32[N,8]");
+  CHECK(ir::attr_float(g.nodes[1].attrs, "momentum") == 0.2);
+  CHECK(ir::to_string(g.value(g.nodes[1].inputs[0]).type) == "f32[N,8,1,1]");
+  REQUIRE(g.updates.size() == 3);
+
+  ir::Module ncl = compile_body("  input x: f32[B, 3, 5]\n  bn = batchnorm1d(3)\n  loss = mse_loss(bn(x), x)\n");
+  CHECK(ir::to_string(ncl.graphs[0].value(ncl.graphs[0].nodes[1].inputs[0]).type) == "f32[N,3,5,1]");
+  CHECK(test::body_error("  input x: f32[B, 3, 5, 5]\n  bn = batchnorm1d(3)\n  loss = mse_loss(bn(x), x)") ==
+        "4:19 batchnorm1d layer 'bn' expects an f32 input [B, C] or [B, C, L], found f32[B,3,5,5]");
+  CHECK(test::body_error("  input x: f32[B, 4]\n  bn = batchnorm1d(3)\n  loss = mse_loss(bn(x), x)") ==
+        "3:20 layer 'bn' declares num_features 3, but its input x at 4:22 has 4 channels: expected 4, found 3");
+}
+
 TEST_CASE("layernorm: weight/bias of normalized_shape, attrs passed through", "[frontend][lower]") {
   ir::Module m = compile_body(
       "  input x: f32[N, 5, 8]\n"

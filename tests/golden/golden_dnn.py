@@ -10,12 +10,12 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 LAYER_KINDS = {"linear": nn.Linear, "conv2d": nn.Conv2d, "batchnorm2d": nn.BatchNorm2d,
-               "layernorm": nn.LayerNorm}
+               "batchnorm1d": nn.BatchNorm1d, "layernorm": nn.LayerNorm}
 # torch functions of the mirrors -> dnnc op names.
 TORCH_OPS = {F.relu: "relu", torch.relu: "relu", torch.flatten: "flatten", F.max_pool2d: "maxpool2d",
              F.avg_pool2d: "avgpool2d", torch.tanh: "tanh", torch.sigmoid: "sigmoid", F.gelu: "gelu",
              F.leaky_relu: "leaky_relu", F.softmax: "softmax", F.log_softmax: "log_softmax",
-             operator.add: "add"}
+             operator.add: "add", torch.reshape: "reshape"}
 
 
 class MirrorError(Exception):
@@ -93,7 +93,7 @@ def _expected_layer(path, name, kind, args):
         for key, default in [("stride", 1), ("padding", 0), ("dilation", 1)]:
             spec[key] = _pair(_int_value(kw.pop(key), where) if key in kw else default)
         return spec
-    if kind == "batchnorm2d":
+    if kind in ("batchnorm2d", "batchnorm1d"):
         return {"features": pos[0]}
     return {"shape": tuple(pos) if len(pos) > 1 else (pos[0],)}
 
@@ -105,7 +105,7 @@ def _mirror_layer(mod):
         return {"in": mod.in_channels, "out": mod.out_channels, "kernel": tuple(mod.kernel_size),
                 "bias": mod.bias is not None, "stride": tuple(mod.stride), "padding": tuple(mod.padding),
                 "dilation": tuple(mod.dilation)}
-    if isinstance(mod, nn.BatchNorm2d):
+    if isinstance(mod, (nn.BatchNorm2d, nn.BatchNorm1d)):
         return {"features": mod.num_features}
     return {"shape": tuple(mod.normalized_shape)}
 

@@ -81,18 +81,45 @@ class CifarStrided(nn.Module):
         return self.fc(torch.flatten(h, 1))
 
 
+class MlpBatchnorm1d(nn.Module):
+    """tests/golden/mlp_batchnorm1d.dnn: flatten, linear 784->32 (no bias), batchnorm1d, relu, linear 32->10."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(784, 32, bias=False)
+        self.bn = nn.BatchNorm1d(32)
+        self.fc2 = nn.Linear(32, 10)
+
+    def forward(self, image):
+        return self.fc2(F.relu(self.bn(self.fc1(torch.flatten(image, 1)))))
+
+
+class Batchnorm1dNcl(nn.Module):
+    """tests/golden/batchnorm1d_ncl.dnn: the image as [N, 4, 196], batchnorm1d(4), relu, flatten,
+    linear 784->10."""
+
+    def __init__(self):
+        super().__init__()
+        self.bn = nn.BatchNorm1d(4, eps=1e-3, momentum=0.2)
+        self.fc = nn.Linear(4 * 196, 10)
+
+    def forward(self, image):
+        return self.fc(torch.flatten(F.relu(self.bn(torch.reshape(image, (-1, 4, 196)))), 1))
+
+
 class ModelSpec:
     """A golden model: its .dnn path, PyTorch mirror, input shape (without batch), the golden's
     batch size, whether the extra Nesterov/AdamW trajectories are recorded, and the gradient-
     clipping trajectories (keys of OPTIMIZERS with a clip_grad_norm) it also records."""
 
-    def __init__(self, name, module, shape, batch, extra_optimizers, clipped=()):
+    def __init__(self, name, module, shape, batch, extra_optimizers, clipped=(), path=None):
         self.name, self.module, self.shape = name, module, shape
         self.batch, self.extra_optimizers, self.clipped = batch, extra_optimizers, list(clipped)
+        self._path = path
 
     @property
     def path(self):
-        return f"models/{self.name}.dnn"
+        return self._path or f"models/{self.name}.dnn"
 
 
 # mnist_mlp_adam.dnn declares the same net as mnist_mlp.dnn (checked by golden_dnn), so it
@@ -102,6 +129,9 @@ SPECS = [
     ModelSpec("lenet5", LeNet5, (1, 28, 28), 32, False, ["sgd_clip"]),
     ModelSpec("cifar_cnn", CifarCnn, (3, 32, 32), 4, False),
     ModelSpec("cifar_strided", CifarStrided, (3, 32, 32), 4, False),
+    # a layer, not a zoo model: batchnorm1d after a linear (lowered to batchnorm2d between reshapes)
+    ModelSpec("mlp_batchnorm1d", MlpBatchnorm1d, (1, 28, 28), 16, False, path="tests/golden/mlp_batchnorm1d.dnn"),
+    ModelSpec("batchnorm1d_ncl", Batchnorm1dNcl, (1, 28, 28), 8, False, path="tests/golden/batchnorm1d_ncl.dnn"),
 ]
 
 # Optimizers as dnnc attributes (docs/ops.md sgd_update / adam_update), and their torch.optim form.

@@ -80,6 +80,7 @@ void run_first_step(const std::string& path) {
   check_close(name + " step1.loss", outs[0], f.tensor("step1.loss"), kStepTol);
   check_close(name + " step1.logits", outs[1], f.tensor("step1.logits"), kStepTol);
   for (const std::string& key : param_keys(f)) {
+    if (!f.has("grad." + key)) continue;  // a buffer (running statistics): no gradient
     const runtime::Tensor* grad = nullptr;
     for (size_t i = 2; i < g.outputs.size(); ++i)
       if (g.value(g.outputs[i]).name == key + ".grad") grad = &outs[i];
