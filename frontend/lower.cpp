@@ -362,8 +362,19 @@ class ModelLowering {
       return binary(it->second, a, c, *b.slots[0], *b.slots[1], e.loc, name);
     }
     std::vector<ir::ValueId> ins;
-    for (size_t i = 0; i < s.operands.size(); ++i)
-      ins.push_back(tensor(*b.slots[i], fmt::format("argument '{}' of {}", s.operands[i], s.name)));
+    if (s.name == "concat") {  // a tuple of 2 to kMaxConcat tensors, as torch.cat's list
+      const Expr& list = *b.slots[0];
+      if (list.kind != ExprKind::tuple || list.elems.size() < 2 ||
+          list.elems.size() > static_cast<size_t>(ir::kMaxConcat))
+        fail(expr_start(list), fmt::format("concat expects a tuple of 2 to {} tensors, e.g. concat((a, b), axis: 1); "
+                                           "found {}",
+                                           ir::kMaxConcat, describe_expr(list)));
+      for (size_t i = 0; i < list.elems.size(); ++i)
+        ins.push_back(tensor(*list.elems[i], fmt::format("tensor {} of concat", i + 1)));
+    } else {
+      for (size_t i = 0; i < s.operands.size(); ++i)
+        ins.push_back(tensor(*b.slots[i], fmt::format("argument '{}' of {}", s.operands[i], s.name)));
+    }
     ir::Attrs attrs = convert_attrs(s, b, ev_, batch_symbol_, file_);
     if (s.name == "dropout") {
       if (!attrs.count("seed")) attrs["seed"] = dropouts_;

@@ -34,6 +34,7 @@ static const std::vector<OpSurface>& table() {
        {"x"},
        {{"kernel", C::pair}, {"stride", C::pair}, {"padding", C::pair}, {"count_include_pad", C::bool_}}},
       {"cross_entropy", {"logits", "target"}, {{"label_smoothing", C::float_}}},
+      {"concat", {"tensors"}, {{"axis", C::int_}}},  // concat((a, b, ...), axis: 1), as torch.cat
       {"mse_loss", {"pred", "target"}, {}},
   };
   return t;

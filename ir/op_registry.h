@@ -57,6 +57,9 @@ struct OpDef {
   std::string summary;    // one line for docs and `dnnc ops`
 };
 
+/// The most operands a concat takes (its operands x0, x1 and the optional x2 .. x7).
+inline constexpr int kMaxConcat = 8;
+
 /// nullptr if no op has that name.
 const OpDef* find_op(std::string_view name);
 /// Every registered op, in registration order.

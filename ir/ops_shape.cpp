@@ -126,6 +126,60 @@ Types transpose_rule(const Types& in, const Attrs& attrs) {
   return {TensorType{x.dtype, out, *layout}};
 }
 
+// concat: 2 to kMaxConcat row-major f32 tensors of one rank, equal but along `axis` (never
+// the batch dim); the result's `axis` is the sum.
+Types concat_rule(const Types& in, const Attrs& attrs) {
+  const std::string op = "concat";
+  const TensorType& first = in[0];
+  for (size_t i = 0; i < in.size(); ++i) {
+    expect_dtype(op, fmt::format("operand {}", i), in[i], DType::f32, static_cast<int>(i));
+    expect_row_major(op, fmt::format("operand {}", i), in[i], static_cast<int>(i));
+  }
+  const int64_t rank = static_cast<int64_t>(first.rank());
+  if (rank < 2) throw ShapeError(fmt::format("concat: operands need a rank of at least 2, found {}", rank), 0);
+  int64_t axis = normalize_axis(op, "axis", attr_int(attrs, "axis"), rank);
+  Shape out = first.shape;
+  for (size_t i = 0; i < in.size(); ++i) {
+    const Shape& s = in[i].shape;
+    if (static_cast<int64_t>(s.size()) != rank)
+      throw ShapeError(fmt::format("concat: operand {} has rank {}; expected {} (operand 0's), found {}", i, s.size(),
+                                   rank, s.size()),
+                       static_cast<int>(i));
+    if (s[static_cast<size_t>(axis)] == kBatch)
+      throw ShapeError(fmt::format("concat: axis {} is the batch dim; expected another axis", axis), static_cast<int>(i));
+    for (int64_t d = 0; d < rank; ++d)
+      if (d != axis && s[static_cast<size_t>(d)] != first.shape[static_cast<size_t>(d)])
+        throw ShapeError(fmt::format("concat: operand {} is {} but operand 0 is {}; expected equal dims but along axis "
+                                     "{}, found {} at dim {}",
+                                     i, shape_to_string(s), shape_to_string(first.shape), axis,
+                                     dim_to_string(s[static_cast<size_t>(d)]), d),
+                         static_cast<int>(i));
+    if (i > 0) out[static_cast<size_t>(axis)] += s[static_cast<size_t>(axis)];
+  }
+  return {TensorType{DType::f32, out}};
+}
+
+// slice: the `length` entries of x from `start` along `axis` (concat's gradient).
+Types slice_rule(const Types& in, const Attrs& attrs) {
+  const std::string op = "slice";
+  const TensorType& x = in[0];
+  expect_dtype(op, "x", x, DType::f32, 0);
+  expect_row_major(op, "x", x, 0);
+  const int64_t rank = static_cast<int64_t>(x.rank());
+  int64_t axis = normalize_axis(op, "axis", attr_int(attrs, "axis"), rank);
+  Dim n = x.shape[static_cast<size_t>(axis)];
+  int64_t start = attr_int(attrs, "start"), length = attr_int(attrs, "length");
+  if (n == kBatch) throw ShapeError(fmt::format("slice: axis {} is the batch dim; expected another axis", axis), 0);
+  if (start < 0 || length < 1 || start + length > n)
+    throw ShapeError(fmt::format("slice: [{}, {}) is not inside axis {} of {}; expected 0 <= start < start + length "
+                                 "<= {}",
+                                 start, start + length, axis, shape_to_string(x.shape), n),
+                     0);
+  Shape out = x.shape;
+  out[static_cast<size_t>(axis)] = length;
+  return {TensorType{DType::f32, out}};
+}
+
 Types fill_rule(const Types&, const Attrs& attrs) {
   const auto& s = attr_ints(attrs, "shape");
   Shape shape(s.begin(), s.end());
@@ -161,6 +215,24 @@ void register_shape_ops(OpTable& t) {
          .fusion = FusionClass::injective,
          .infer = transpose_rule,
          .summary = "permutes dims: out.shape[i] = x.shape[perm[i]], stored in `layout`"});
+  std::vector<OperandSpec> concat_operands = {operand("x0"), operand("x1")};
+  for (int i = 2; i < kMaxConcat; ++i) concat_operands.push_back(optional_operand(fmt::format("x{}", i)));
+  t.add({.name = "concat",
+         .operands = concat_operands,
+         .attrs = {opt_int("axis", 1)},
+         .num_outputs = 1,
+         .fusion = FusionClass::injective,
+         .infer = concat_rule,
+         .summary = fmt::format("torch.cat of 2 to {} tensors along axis (not the batch dim)", kMaxConcat)});
+  t.add({.name = "slice",
+         .operands = {operand("x")},
+         .attrs = {required("axis", AttrKind::int_), required("start", AttrKind::int_),
+                   required("length", AttrKind::int_)},
+         .num_outputs = 1,
+         .fusion = FusionClass::injective,
+         .infer = slice_rule,
+         .internal = true,
+         .summary = "x.narrow(axis, start, length), contiguous (concat's gradient)"});
   t.add({.name = "fill",
          .operands = {},
          .attrs = {required("value", AttrKind::float_), required("shape", AttrKind::ints)},

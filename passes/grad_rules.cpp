@@ -3,6 +3,8 @@
 
 #include <map>
 
+#include "ir/op_registry.h"
+
 namespace dnnc::passes {
 namespace {
 
@@ -172,6 +174,22 @@ Ids norm_back(GradBuilder& b, const ir::Node& n, const Ids& d, const std::vector
   return r;
 }
 
+// concat: each operand's gradient is its slice of dy along the axis.
+Ids concat_back(GradBuilder& b, const ir::Node& n, const Ids& d, const std::vector<bool>& needs) {
+  Ids r(n.inputs.size(), kNoValue);
+  const int64_t rank = static_cast<int64_t>(b.type(n.inputs[0]).rank());
+  int64_t axis = ir::attr_int(ir::complete_attrs(*ir::find_op("concat"), n.attrs), "axis");
+  if (axis < 0) axis += rank;
+  int64_t start = 0;
+  for (size_t i = 0; i < n.inputs.size(); ++i) {
+    int64_t length = b.type(n.inputs[i]).shape[static_cast<size_t>(axis)];
+    if (needs[i])
+      r[i] = b.emit1("slice", {d[0]}, {{"axis", axis}, {"start", start}, {"length", length}}, dname(b, n.inputs[i]));
+    start += length;
+  }
+  return r;
+}
+
 Ids dropout_back(GradBuilder& b, const ir::Node& n, const Ids& d, const std::vector<bool>& needs) {
   Ids r(n.inputs.size(), kNoValue);
   if (needs[0]) r[0] = b.emit1("mul", {d[0], n.outputs[1]}, {}, dname(b, n.inputs[0]));
@@ -210,6 +228,7 @@ const std::map<std::string, GradRule>& rules() {
     t["flatten"] = reshape_back;
     t["reshape"] = reshape_back;
     t["transpose"] = transpose_back;
+    t["concat"] = concat_back;
     t["add_scalar"] = scalar_op_back;
     t["mul_scalar"] = scalar_op_back;
     t["div_scalar"] = scalar_op_back;

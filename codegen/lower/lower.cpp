@@ -96,6 +96,7 @@ const LowerTable& lower_table() {
     register_conv_lowerings(t);
     register_pool_lowerings(t);
     register_norm_lowerings(t);
+    register_concat_lowerings(t);
     // Views: the result shares its operand's storage.
     auto view = [](LowerCtx& ctx, const ir::Node& n, const ir::Attrs&) {
       if (ctx.numel(n.outputs[0]) != ctx.numel(n.inputs[0])) ctx.fail(n, "view changes the element count");

@@ -166,6 +166,7 @@ void register_gemm_lowerings(LowerTable& t);
 void register_conv_lowerings(LowerTable& t);
 void register_pool_lowerings(LowerTable& t);
 void register_norm_lowerings(LowerTable& t);
+void register_concat_lowerings(LowerTable& t);
 
 // ---- fusions across groups (lower_fused.cpp) -------------------------------------------------
 

@@ -90,6 +90,73 @@ DNNC_INSTANTIATE(double)
 DNNC_INSTANTIATE(int64_t)
 #undef DNNC_INSTANTIATE
 
+namespace {
+
+int64_t norm_axis(const char* op, int64_t axis, size_t rank) {
+  int64_t r = static_cast<int64_t>(rank);
+  if (axis < -r || axis >= r) kernel_error(op, "axis " + std::to_string(axis) + " is out of range");
+  return axis < 0 ? axis + r : axis;
+}
+
+// (outer, inner): the element counts before and after `axis`.
+std::pair<int64_t, int64_t> around(const Shape& s, int64_t axis) {
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < axis; ++d) outer *= s[static_cast<size_t>(d)];
+  for (size_t d = static_cast<size_t>(axis) + 1; d < s.size(); ++d) inner *= s[d];
+  return {outer, inner};
+}
+
+}  // namespace
+
+template <class T>
+Buf<T> concat_forward(const std::vector<Buf<T>>& xs, int64_t axis) {
+  if (xs.size() < 2) kernel_error("concat", "needs at least 2 operands");
+  axis = norm_axis("concat", axis, xs[0].rank());
+  Shape out = xs[0].shape;
+  out[static_cast<size_t>(axis)] = 0;
+  for (const Buf<T>& x : xs) {
+    Shape s = x.shape;
+    if (s.size() != out.size()) kernel_error("concat", "operands of different ranks");
+    s[static_cast<size_t>(axis)] = 0;
+    Shape o = out;
+    o[static_cast<size_t>(axis)] = 0;
+    if (s != o) kernel_error("concat", "operands " + shape_str(xs[0].shape) + " and " + shape_str(x.shape) +
+                                           " differ off the concat axis");
+    out[static_cast<size_t>(axis)] += x.dim(static_cast<size_t>(axis));
+  }
+  Buf<T> r(out);
+  auto [outer, inner] = around(out, axis);
+  int64_t at = 0;
+  for (int64_t o = 0; o < outer; ++o)
+    for (const Buf<T>& x : xs) {
+      int64_t n = x.dim(static_cast<size_t>(axis)) * inner;
+      for (int64_t i = 0; i < n; ++i) r[at++] = x[o * n + i];
+    }
+  return r;
+}
+
+template <class T>
+Buf<T> slice_forward(const Buf<T>& x, int64_t axis, int64_t start, int64_t length) {
+  axis = norm_axis("slice", axis, x.rank());
+  int64_t n = x.dim(static_cast<size_t>(axis));
+  if (start < 0 || length < 1 || start + length > n)
+    kernel_error("slice", "[" + std::to_string(start) + ", " + std::to_string(start + length) +
+                              ") is not inside an axis of " + std::to_string(n));
+  Shape out = x.shape;
+  out[static_cast<size_t>(axis)] = length;
+  Buf<T> r(out);
+  auto [outer, inner] = around(x.shape, axis);
+  int64_t at = 0;
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < length * inner; ++i) r[at++] = x[(o * n + start) * inner + i];
+  return r;
+}
+
+template Buf<float> concat_forward(const std::vector<Buf<float>>&, int64_t);
+template Buf<double> concat_forward(const std::vector<Buf<double>>&, int64_t);
+template Buf<float> slice_forward(const Buf<float>&, int64_t, int64_t, int64_t);
+template Buf<double> slice_forward(const Buf<double>&, int64_t, int64_t, int64_t);
+
 // ---- kernel table entries: dtype-agnostic (f32 activations or i64 labels) -------------------
 
 void register_shape_kernels(KernelTable& t) {
@@ -101,6 +168,15 @@ void register_shape_kernels(KernelTable& t) {
   t["reshape"] = [](const KernelCall& c) {
     const Tensor& x = c.in(0);
     return std::vector<Tensor>{x.reshaped(reshape_shape(x.shape(), ir::attr_ints(c.at(), "shape")))};
+  };
+  t["concat"] = [](const KernelCall& c) {
+    std::vector<Buf<float>> xs;
+    for (size_t i = 0; i < c.num_inputs(); ++i) xs.push_back(f32_operand(c, i));
+    return one_output(concat_forward(xs, ir::attr_int(c.at(), "axis")));
+  };
+  t["slice"] = [](const KernelCall& c) {
+    return one_output(slice_forward(f32_operand(c, 0), ir::attr_int(c.at(), "axis"), ir::attr_int(c.at(), "start"),
+                                    ir::attr_int(c.at(), "length")));
   };
   t["transpose"] = [](const KernelCall& c) {
     const Tensor& x = c.in(0);

@@ -19,5 +19,10 @@ template <class T> Buf<T> flatten_forward(const Buf<T>& x, int64_t start_dim, in
 template <class T> Buf<T> reshape_forward(const Buf<T>& x, const std::vector<int64_t>& shape);
 /// out.shape[i] = x.shape[perm[i]] (torch.permute). Throws unless perm is a permutation of 0..rank-1.
 template <class T> Buf<T> transpose_forward(const Buf<T>& x, const std::vector<int64_t>& perm);
+/// torch.cat(xs, axis): the operands one after another along `axis` (negative counts from the
+/// end). Throws unless there are 2 or more of one rank, equal off the axis.
+template <class T> Buf<T> concat_forward(const std::vector<Buf<T>>& xs, int64_t axis);
+/// x.narrow(axis, start, length), contiguous. Throws unless [start, start + length) is inside the axis.
+template <class T> Buf<T> slice_forward(const Buf<T>& x, int64_t axis, int64_t start, int64_t length);
 
 }  // namespace dnnc::runtime::reference

@@ -95,6 +95,18 @@ TEST_CASE("cpu equals reference: batchnorm1d on [N, C] and [N, C, L]", "[cpu][mo
   check_model("tests/golden/mlp_batchnorm1d.dnn", 6);
   check_model("tests/golden/batchnorm1d_ncl.dnn", 5);
 }
+// Issue 22's features in one model (concat, label smoothing, a scheduled lr, gradient clipping,
+// AdamW).
+TEST_CASE("cpu equals reference: recipe_features", "[cpu][models]") {
+  ir::Module m = test::compiled_model("tests/cpu/models/recipe_features.dnn");
+  REQUIRE(m.graph("train_step")->find_value(ir::kLrInput) != ir::kNoValue);
+  check_model("tests/cpu/models/recipe_features.dnn", 6);
+}
+// concat along channels (DenseNet-style) and its gradient (slice), one and two threads.
+TEST_CASE("cpu equals reference: concat and its slices", "[cpu][models]") {
+  check_model("tests/golden/dense_concat.dnn", 5);
+  check_model("tests/golden/dense_concat.dnn", 3, threaded_options());
+}
 // Label smoothing in the fused softmax-xent kernel and, without the fuse pass, in the
 // separate cross_entropy and cross_entropy_backward kernels.
 TEST_CASE("cpu equals reference: cross_entropy with label smoothing, fused and not", "[cpu][models]") {

@@ -25,6 +25,7 @@ std::vector<fs::path> models() {
     if (e.path().extension() == ".dnn") out.push_back(e.path());
   std::sort(out.begin(), out.end());
   out.push_back("tests/cpu/models/mlp_acts.dnn");  // GEMM epilogues and column sums of every kind
+  out.push_back("tests/cpu/models/recipe_features.dnn");  // concat, slice, scheduled lr, clipping
   return out;
 }
 

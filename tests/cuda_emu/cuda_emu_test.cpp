@@ -117,6 +117,11 @@ TEST_CASE("emulated cuda equals reference with a scheduled lr", "[cuda_emu][sche
   check_model("models/mnist_mlp.dnn", 3, 2, kAll, false, passes::LayoutChoice::automatic,
               [](ir::Module& m) { m.train.schedule = {"cosine", {}}; });
 }
+TEST_CASE("emulated cuda equals reference: concat, label smoothing, schedule, clipping; batchnorm1d",
+          "[cuda_emu]") {
+  check_model("tests/cpu/models/recipe_features.dnn", 3);
+  check_model("tests/golden/mlp_batchnorm1d.dnn", 4);
+}
 TEST_CASE("emulated cuda equals reference with gradient clipping", "[cuda_emu]") {
   check_model("models/lenet5.dnn", 3, 2, kAll, false, passes::LayoutChoice::automatic,
               [](ir::Module& m) { m.train.clip_grad_norm = 0.05; });

@@ -83,6 +83,28 @@ TEST_CASE("batchnorm1d: batchnorm2d's params, lowered as batchnorm2d between res
         "3:20 layer 'bn' declares num_features 3, but its input x at 4:22 has 4 channels: expected 4, found 3");
 }
 
+TEST_CASE("concat: a tuple of tensors along an axis, as torch.cat", "[frontend][lower]") {
+  ir::Module m = compile_body(
+      "  input x: f32[B, 2, 4, 4]\n"
+      "  input y: f32[B, 3, 4, 4]\n"
+      "  h = concat((x, y, x), axis: 1)\n"
+      "  loss = mse_loss(flatten(h), flatten(h))\n");
+  const ir::Node* c = node_defining(m.graphs[0], "h");
+  REQUIRE(c);
+  CHECK(c->op == "concat");
+  CHECK(c->inputs.size() == 3);
+  CHECK(type_of(m.graphs[0], "h") == "f32[N,7,4,4]");
+  CHECK(ir::attr_int(c->attrs, "axis") == 1);
+  const std::string two = "  input x: f32[B, 2, 4, 4]\n  input y: f32[B, 3, 5, 4]\n";
+  CHECK(test::body_error(two + "  h = concat(x)\n  loss = mse_loss(h, h)") ==
+        "4:14 concat expects a tuple of 2 to 8 tensors, e.g. concat((a, b), axis: 1); found x");
+  CHECK(test::body_error(two + "  h = concat((x, y))\n  loss = mse_loss(h, h)") ==
+        "4:7 concat: operand 1 is [N,3,5,4] but operand 0 is [N,2,4,4]; expected equal dims but along axis 1, found "
+        "5 at dim 2");
+  CHECK(test::body_error(two + "  h = concat((x, x), axis: 0)\n  loss = mse_loss(h, h)") ==
+        "4:7 concat: axis 0 is the batch dim; expected another axis");
+}
+
 TEST_CASE("layernorm: weight/bias of normalized_shape, attrs passed through", "[frontend][lower]") {
   ir::Module m = compile_body(
       "  input x: f32[N, 5, 8]\n"

@@ -15,7 +15,7 @@ LAYER_KINDS = {"linear": nn.Linear, "conv2d": nn.Conv2d, "batchnorm2d": nn.Batch
 TORCH_OPS = {F.relu: "relu", torch.relu: "relu", torch.flatten: "flatten", F.max_pool2d: "maxpool2d",
              F.avg_pool2d: "avgpool2d", torch.tanh: "tanh", torch.sigmoid: "sigmoid", F.gelu: "gelu",
              F.leaky_relu: "leaky_relu", F.softmax: "softmax", F.log_softmax: "log_softmax",
-             operator.add: "add", torch.reshape: "reshape"}
+             operator.add: "add", torch.reshape: "reshape", torch.cat: "concat"}
 
 
 class MirrorError(Exception):

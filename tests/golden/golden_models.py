@@ -107,6 +107,24 @@ class Batchnorm1dNcl(nn.Module):
         return self.fc(torch.flatten(F.relu(self.bn(torch.reshape(image, (-1, 4, 196)))), 1))
 
 
+class DenseConcat(nn.Module):
+    """tests/golden/dense_concat.dnn: a DenseNet-style block joined by torch.cat along channels."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(1, 4, 3, padding=1)
+        self.conv1 = nn.Conv2d(4, 4, 3, padding=1)
+        self.conv2 = nn.Conv2d(8, 4, 3, padding=1)
+        self.fc = nn.Linear(12 * 7 * 7, 10)
+
+    def forward(self, image):
+        x = F.max_pool2d(F.relu(self.stem(image)), 2)
+        y1 = F.relu(self.conv1(x))
+        y2 = F.relu(self.conv2(torch.cat((x, y1), 1)))
+        h = F.max_pool2d(torch.cat((x, y1, y2), 1), 2)
+        return self.fc(torch.flatten(h, 1))
+
+
 class ModelSpec:
     """A golden model: its .dnn path, PyTorch mirror, input shape (without batch), the golden's
     batch size, whether the extra Nesterov/AdamW trajectories are recorded, and the gradient-
@@ -132,6 +150,7 @@ SPECS = [
     # a layer, not a zoo model: batchnorm1d after a linear (lowered to batchnorm2d between reshapes)
     ModelSpec("mlp_batchnorm1d", MlpBatchnorm1d, (1, 28, 28), 16, False, path="tests/golden/mlp_batchnorm1d.dnn"),
     ModelSpec("batchnorm1d_ncl", Batchnorm1dNcl, (1, 28, 28), 8, False, path="tests/golden/batchnorm1d_ncl.dnn"),
+    ModelSpec("dense_concat", DenseConcat, (1, 28, 28), 8, False, path="tests/golden/dense_concat.dnn"),
 ]
 
 # Optimizers as dnnc attributes (docs/ops.md sgd_update / adam_update), and their torch.optim form.

@@ -179,6 +179,21 @@ def _shape_cases():
     return cases
 
 
+def _concat_cases():
+    """torch.cat along channels of NCHW maps (2 and 3 operands), along features, and along the
+    last axis given as -1; the gradient of each operand is its slice of dy."""
+    cases = []
+    for name, shapes, axis in [("concat_channels", [(2, 3, 4, 5), (2, 5, 4, 5)], 1),
+                               ("concat_three", [(2, 2, 3, 3), (2, 1, 3, 3), (2, 4, 3, 3)], 1),
+                               ("concat_features", [(3, 4), (3, 6)], 1),
+                               ("concat_last", [(2, 3, 2, 2), (2, 3, 2, 5)], -1)]:
+        g = _gen(name)
+        inputs = {f"x{i}": _randn(g, *s) for i, s in enumerate(shapes)}
+        cases.append(Case(name, "concat", {"axis": axis}, inputs, list(inputs),
+                          _y(lambda t, axis=axis: torch.cat(list(t.values()), dim=axis)), g))
+    return cases
+
+
 def _binary_cases():
     cases = []
     fns = {"add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div}
@@ -255,7 +270,7 @@ def _loss_cases():
 def all_cases():
     """Every op case, in a fixed order (names are unique; they are the file names)."""
     cases = (_linear_cases() + _matmul_cases() + _conv_cases() + _pool_cases() + _activation_cases()
-             + _shape_cases() + _binary_cases() + _norm_cases() + _loss_cases())
+             + _shape_cases() + _binary_cases() + _norm_cases() + _loss_cases() + _concat_cases())
     names = [c.name for c in cases]
     assert len(names) == len(set(names)), "duplicate case name"
     return cases
