@@ -109,7 +109,9 @@ MapOp adam_op(const LowerCtx& ctx, const ir::Node& n, const ir::Attrs& a) {
     Expr neg_step_size = kb.let("neg_step_size", ScalarType::f32, -(lr_d / bc1));
     Expr bc2_sqrt = kb.let("bc2_sqrt", ScalarType::f32, sqrt(bc2));
     // AdamW's decay factor 1 - lr * weight_decay, in double as PyTorch's Python float.
-    Expr decay = decoupled ? kb.let("decay", ScalarType::f32, f64c(1) - lr_d * f64c(wd)) : f32c(1);
+    Expr decay = !decoupled   ? f32c(1)
+                 : lr_operand ? kb.let("decay", ScalarType::f32, f64c(1) - lr_d * f64c(wd))
+                              : f32c(1.0 - lr * wd);
     return std::vector<Expr>{neg_step_size, bc2_sqrt, decay};
   };
   op.body = [=](const MapEnv& e) {

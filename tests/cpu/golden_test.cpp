@@ -47,6 +47,10 @@ void check_golden(const std::string& model) {
     m.train.optimizer.attrs.clear();
     for (auto it = opt.begin(); it != opt.end(); ++it) {
       if (it.key() == "decoupled") continue;
+      if (it.key() == "clip_grad_norm") {  // the train config's, not the optimizer's
+        m.train.clip_grad_norm = it->get<double>();
+        continue;
+      }
       if (it->is_boolean())
         m.train.optimizer.attrs[it.key()] = it->get<bool>();
       else

@@ -99,6 +99,12 @@ void shape_ops(Builder& b) {
   b.op("shape", "transpose", {t2}, {{"perm", std::vector<int64_t>{1, 0}}});
   ValueId lab = b.in("shape.labels", {3, 4}, ir::DType::i64);
   b.op("shape", "transpose", {lab}, {{"perm", std::vector<int64_t>{1, 0}}});
+  // concat along channels and the last axis, and slices (its gradient).
+  ValueId c0 = b.in("shape.c0", {2, 3, 4}), c1 = b.in("shape.c1", {2, 2, 4}), c2 = b.in("shape.c2", {2, 3, 1});
+  b.op("shape", "concat", {c0, c1, c0}, {{"axis", 1}});
+  b.op("shape", "concat", {c0, c2}, {{"axis", -1}});
+  b.op("shape", "slice", {c0}, {{"axis", 1}, {"start", 1}, {"length", 2}});
+  b.op("shape", "slice", {c0}, {{"axis", 2}, {"start", 3}, {"length", 1}});
   b.op("elementwise", "increment", {lab});
   b.op("elementwise", "increment", {b.in("ew.counter", {}, ir::DType::i64)});
 }
@@ -125,6 +131,8 @@ void losses(Builder& b) {
   ValueId dloss = b.in("ce.dloss.pos", {});
   b.op("loss", "cross_entropy", {logits, target});
   b.op("loss", "cross_entropy_backward", {dloss, logits, target});
+  b.op("loss", "cross_entropy", {logits, target}, {{"label_smoothing", 0.1}});
+  b.op("loss", "cross_entropy_backward", {dloss, logits, target}, {{"label_smoothing", 0.1}});
   ValueId pred = b.in("mse.pred", {4, 6}), tgt = b.in("mse.target", {4, 6});
   b.op("loss", "mse_loss", {pred, tgt});
   b.op("loss", "mse_loss_backward", {dloss, pred, tgt});
@@ -263,6 +271,13 @@ void optim(Builder& b, ValueId step) {
   b.op("optim", "adam_update", {p, g, m, v, step}, {{"lr", 0.01}});
   b.op("optim", "adam_update", {p, g, m, v, step}, {{"lr", 0.01}, {"weight_decay", 0.05}});
   b.op("optim", "adam_update", {p, g, m, v, step}, {{"lr", 0.01}, {"weight_decay", 0.01}, {"decoupled", true}});
+  // A scheduled lr (a last scalar operand) and the clip factor.
+  ValueId lr = b.in("opt.lr.pos", {});
+  b.op("optim", "sgd_update", {p, g, lr}, {{"lr", 0.1}});
+  b.op("optim", "sgd_update", {p, g, buf, step, lr}, {{"lr", 0.1}, {"momentum", 0.9}, {"weight_decay", 0.01}});
+  b.op("optim", "adam_update", {p, g, m, v, step, lr}, {{"lr", 0.01}, {"weight_decay", 0.01}, {"decoupled", true}});
+  b.op("optim", "clip_coef", {b.in("opt.sumsq.pos", {})}, {{"max_norm", 0.5}});
+  b.op("optim", "clip_coef", {b.in("opt.sumsq2.pos", {})}, {{"max_norm", 1e3}});
 }
 
 }  // namespace

@@ -88,7 +88,7 @@ TEST_CASE("parser: lexical errors", "[ir][parser]") {
 
 TEST_CASE("parser: malformed train config and loc", "[ir][parser]") {
   CHECK(parse_error("module M {\n  train {lr=0.1} optimizer \"sgd\" {}\n}") ==
-        "bad.ir:2:10: error: expected a train field (data, mean, std, crop_padding, flip_p, batch, epochs, seed), found identifier 'lr'");
+        "bad.ir:2:10: error: expected a train field (data, mean, std, crop_padding, flip_p, batch, epochs, seed, clip_grad_norm), found identifier 'lr'");
   CHECK(parse_error("module M {\n  train {batch=4} \"sgd\" {}\n}") ==
         "bad.ir:2:19: error: expected 'optimizer', found string \"sgd\"");
   CHECK(parse_error(kHead + "    %y = relu(%x) : f32[N,4] loc(3)\n") == "bad.ir:4:35: error: expected ':', found ')'");

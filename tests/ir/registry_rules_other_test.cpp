@@ -157,7 +157,11 @@ TEST_CASE("sgd_update: one output without momentum, two with", "[ir][rules]") {
   CHECK(infer_str("sgd_update", {"f32[10,4]", "f32[10,4]", "f32[10,4]", "f32[]"}, {{"lr", 0.1}, {"momentum", 0.9}}) ==
         S{"f32[10,4]", "f32[10,4]"});
   REQUIRE_SHAPE_ERROR("sgd_update", (S{"f32[10,4]", "f32[10,4]"}), (Attrs{{"lr", 0.1}, {"momentum", 0.9}}),
-                      "expected 4 operands, found 2", -1);
+                      "expected 4 or 5 operands, found 2", -1);
+  // A last scalar operand is the scheduled lr.
+  CHECK(infer_str("sgd_update", {"f32[10,4]", "f32[10,4]", "f32[]"}, {{"lr", 0.1}}) == S{"f32[10,4]"});
+  REQUIRE_SHAPE_ERROR("sgd_update", (S{"f32[10,4]", "f32[10,4]", "f32[2]"}), (Attrs{{"lr", 0.1}}),
+                      "lr", 2);
   REQUIRE_SHAPE_ERROR("sgd_update", (S{"f32[10,4]", "f32[4,10]"}), (Attrs{{"lr", 0.1}}),
                       "expected f32[10,4], found f32[4,10]", 1);
   REQUIRE_SHAPE_ERROR("sgd_update", (S{"f32[10,4]", "f32[10,4]"}), (Attrs{{"lr", 0.1}, {"nesterov", true}}),

@@ -137,5 +137,5 @@ TEST_CASE("render_ops_markdown has one row per op with its defaults", "[ir][regi
              Catch::Matchers::Contains(
                  "| `conv2d` | x, weight, bias? | stride ints ([1,1]), padding ints ([0,0]), dilation ints ([1,1]), "
                  "groups int (1) | 1 | opaque | no |"));
-  CHECK_THAT(md, Catch::Matchers::Contains("| `sgd_update` | param, grad, momentum_buf?, step? | lr float (required)"));
+  CHECK_THAT(md, Catch::Matchers::Contains("| `sgd_update` | param, grad, momentum_buf?, step?, lr? | lr float (required)"));
 }
