@@ -134,7 +134,7 @@ TrainResult train(ExecutableCache& cache, const Dataset& train_set, const Datase
   // position, the finite-loss check, the losses and the observer.
   double last_lr = 0;  // of the step just taken
   auto finish_step = [&](int64_t e, int64_t b, double loss, int64_t samples, double seconds) {
-    last_lr = schedule.lr(e, r.end.step);
+    last_lr = schedule.lr(e, e * nb + b);  // the schedule counts batches of this recipe's epochs
     epoch_seconds += seconds;
     ++run_steps;
     r.end = {e, b + 1, r.end.step + 1};
@@ -157,7 +157,7 @@ TrainResult train(ExecutableCache& cache, const Dataset& train_set, const Datase
     std::map<std::string, Tensor> inputs =
         o.augment.active() ? feed.make(augmented_batch(train_set, idx, o.augment, o.seed, e), all_of_batch(idx.size()))
                            : feed.make(train_set, idx);
-    if (lr_input) inputs.emplace(ir::kLrInput, Tensor::scalar(static_cast<float>(schedule.lr(e, r.end.step))));
+    if (lr_input) inputs.emplace(ir::kLrInput, Tensor::scalar(static_cast<float>(schedule.lr(e, e * nb + b))));
     double data_s = since(t0);
     Executable& exe = cache.get(kTrainGraph, static_cast<int64_t>(idx.size()));
     auto t1 = Clock::now();

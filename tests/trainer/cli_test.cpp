@@ -358,3 +358,40 @@ TEST_CASE("dnnc plot refuses what is not a dnnc log, naming the line", "[trainer
   Result self = run_dnnc(dir, "plot " + dir.file("bad.jsonl") + " -o " + dir.file("bad.jsonl"));
   CHECK(self.code == 2);
 }
+
+TEST_CASE("a scheduled run logs each step's lr, and --resume continues the schedule", "[trainer][cli][schedule]") {
+  dnnc::test::TempDir dir("cli_schedule");
+  synth(dir);  // 96 training images: 3 batches of 32 per epoch
+  const std::string model = "tests/trainer/tiny_mlp_scheduled.dnn", data = " --data " + dir.file("cifar");
+  auto lrs_of = [&](const std::string& log) {
+    std::vector<double> lrs;
+    std::istringstream in(dnnc::test::read_file(log));
+    for (std::string line; std::getline(in, line);) {
+      auto j = nlohmann::json::parse(line);
+      if (j["event"] == "step") lrs.push_back(j["lr"].get<double>());
+    }
+    return lrs;
+  };
+  Result full = run_dnnc(dir, "train " + model + data + " --log-every 1 --log " + dir.file("full.jsonl") +
+                                  " --device cpu");
+  INFO(full.out << full.err);
+  REQUIRE(full.code == 0);
+  CHECK(full.out.find("multistep schedule (gamma 0.5, milestones [1,2])") != std::string::npos);
+  CHECK(full.out.find("gradients clipped to norm 1") != std::string::npos);
+  const std::vector<double> want = {0.08, 0.08, 0.08, 0.04, 0.04, 0.04, 0.02, 0.02, 0.02};
+  CHECK(lrs_of(dir.file("full.jsonl")) == want);
+
+  Result a = run_dnnc(dir, "train " + model + data + " --steps 4 --save " + dir.file("ck.safetensors") +
+                               " --log-every 1 --log " + dir.file("resumed.jsonl") + " --device cpu");
+  INFO(a.out << a.err);
+  REQUIRE(a.code == 0);
+  Result b = run_dnnc(dir, "train " + model + data + " --resume " + dir.file("ck.safetensors") + " --save " +
+                               dir.file("ck.safetensors") + " --log-every 1 --log " + dir.file("resumed.jsonl") +
+                               " --device cpu");
+  INFO(b.out << b.err);
+  REQUIRE(b.code == 0);
+  CHECK(lrs_of(dir.file("resumed.jsonl")) == want);
+  // The same final accuracy line as the uninterrupted run: the resumed run is the same run.
+  auto last_line = [](const std::string& out) { return out.substr(out.rfind("test accuracy: ")); };
+  CHECK(last_line(b.out) == last_line(full.out));
+}
