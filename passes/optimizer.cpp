@@ -98,7 +98,7 @@ bool optimizer(ir::Module& m) {
       ir::ValueId gv = g->outputs[i];
       std::vector<int64_t> axes(g->value(gv).type.rank());
       std::iota(axes.begin(), axes.end(), int64_t{0});
-      const std::string& gname = g->value(gv).name;
+      const std::string gname = g->value(gv).name;  // a copy: emitting nodes grows g->values
       ir::ValueId sq = b.emit1("mul", {gv, gv}, {}, gname + ".sq");
       ir::ValueId s = b.emit1("reduce_sum", {sq}, {{"axes", axes}, {"keepdim", false}}, gname + ".sumsq");
       total = total == ir::kNoValue ? s : b.emit1("add", {total, s}, {}, "grad_sumsq");
