@@ -278,22 +278,16 @@ class Parser {
           t.seed = parse_int("an integer seed");
         } else if (k == "crop_padding") {
           t.data.crop_padding = parse_int("an integer crop padding");
-        } else if (k == "clip_grad_norm") {
+        } else if (k == "clip_grad_norm" || k == "flip_p") {
           AttrValue v = parse_attr_value();
+          double x = 0;
           if (auto* f = std::get_if<double>(&v))
-            t.clip_grad_norm = *f;
+            x = *f;
           else if (auto* i = std::get_if<int64_t>(&v))
-            t.clip_grad_norm = static_cast<double>(*i);
+            x = static_cast<double>(*i);
           else
-            error_at(key.loc, fmt::format("expected a number for 'clip_grad_norm', found {}", attr_to_string(v)));
-        } else if (k == "flip_p") {
-          AttrValue v = parse_attr_value();
-          if (auto* f = std::get_if<double>(&v))
-            t.data.flip_p = *f;
-          else if (auto* i = std::get_if<int64_t>(&v))
-            t.data.flip_p = static_cast<double>(*i);
-          else
-            error_at(key.loc, fmt::format("expected a number for 'flip_p', found {}", attr_to_string(v)));
+            error_at(key.loc, fmt::format("expected a number for '{}', found {}", k, attr_to_string(v)));
+          (k == "flip_p" ? t.data.flip_p : t.clip_grad_norm) = x;
         } else {
           error(key, "a train field (data, mean, std, crop_padding, flip_p, batch, epochs, seed, clip_grad_norm)");
         }
