@@ -124,13 +124,35 @@ int emit_im2col_kernel(LowerCtx& ctx, const ConvGeom& g, int x_buffer, int col, 
     // per image: (b*K + c*taps)*P = bc*taps*P;  across the batch: c*taps*B*P + b*P
     Expr cbase = across_batch ? kb.let("cbase", bc % i64c(g.c) * i64c(taps * row_stride) + bc / i64c(g.c) * i64c(g.p()))
                               : kb.let("cbase", bc * i64c(taps * g.p()));
-    if (padded)
-      kb.loop("row", taps, false, [&](Expr row) {
-        kb.loop("i", g.p(), false, [&](Expr i) { kb.store(cp, cbase + row * i64c(row_stride) + i, f32c(0)); });
+    if (!padded) {
+      for_each_tap(kb, g, nullptr, [&](Expr ki, Expr kj, Expr oh, Expr ow, Expr ih, Expr iw) {
+        Expr row = ki * i64c(g.kw) + kj;
+        kb.store(cp, cbase + row * i64c(row_stride) + oh * i64c(g.wo) + ow, kb.load(x, xbase + ih * i64c(g.w) + iw));
       });
-    for_each_tap(kb, g, nullptr, [&](Expr ki, Expr kj, Expr oh, Expr ow, Expr ih, Expr iw) {
-      Expr row = ki * i64c(g.kw) + kj;
-      kb.store(cp, cbase + row * i64c(row_stride) + oh * i64c(g.wo) + ow, kb.load(x, xbase + ih * i64c(g.w) + iw));
+      return;
+    }
+    // Padded: every element of a tap's row written once, the padding's zeros and the copied
+    // pixels in contiguous runs (zero-filling the rows first wrote most of them twice).
+    auto zeros = [&](Expr at, Expr begin, Expr end) {
+      kb.loop("z", begin, end, false, [&](Expr i) { kb.store(cp, at + i, f32c(0)); });
+    };
+    kb.loop("ki", g.kh, false, [&](Expr ki) {
+      kb.loop("kj", g.kw, false, [&](Expr kj) {
+        auto [oh0, oh1] = valid_range(ki, g.kh, g.s0, g.p0, g.d0, g.h, g.ho);
+        auto [ow0, ow1] = valid_range(kj, g.kw, g.s1, g.p1, g.d1, g.w, g.wo);
+        Expr rbase = kb.let("rbase", cbase + (ki * i64c(g.kw) + kj) * i64c(row_stride));
+        zeros(rbase, i64c(0), oh0 * i64c(g.wo));  // rows above the image
+        kb.loop("oh", oh0, oh1, false, [&](Expr oh) {
+          Expr ih = kb.let("ih", oh * i64c(g.s0) - i64c(g.p0) + ki * i64c(g.d0));
+          Expr at = kb.let("at", rbase + oh * i64c(g.wo));
+          zeros(at, i64c(0), ow0);
+          kb.loop("ow", ow0, ow1, false, [&](Expr ow) {
+            kb.store(cp, at + ow, kb.load(x, xbase + ih * i64c(g.w) + ow * i64c(g.s1) - i64c(g.p1) + kj * i64c(g.d1)));
+          });
+          zeros(at, ow1, i64c(g.wo));
+        });
+        zeros(rbase, oh1 * i64c(g.wo), i64c(g.p()));  // rows below
+      });
     });
   });
   return ctx.emit(std::move(d));
