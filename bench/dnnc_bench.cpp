@@ -6,7 +6,8 @@
 //       stdin: "run N" runs the graph N times (cycling through the batches) and prints one JSON
 //       line {"times_ms":[...]} with each run's wall time; "quit" exits.
 //       A persistent worker lets the driver interleave dnnc and PyTorch in one run.
-//       --no-coschedule lowers without LowerOptions::coschedule_gemms (for A/B runs).
+//       --no-coschedule lowers without LowerOptions::coschedule_gemms, --no-bn-epilogues without
+//       LowerOptions::batchnorm_epilogues (for A/B runs; profile takes them too).
 //       Every mode that compiles a model takes --layout auto|nchw|nhwc (select-layout's choice).
 //   dnnc_bench profile MODEL.dnn --batch B [--graph G] [--steps N] [--threads T]
 //       compiles graph G like serve, runs it N times (default 200, after 20 warm-up
@@ -68,6 +69,7 @@ struct Args {
   int64_t batch = 0;
   int threads = 0, n = 1024, steps = 200;
   bool coschedule = true;
+  bool bn_epilogues = true;
   std::string layout = "auto";  // select-layout's choice: auto, nchw or nhwc
 
   Args with_graph(std::string g) const {
@@ -102,6 +104,8 @@ Args parse_args(int argc, char** argv) {
       a.steps = std::stoi(value());
     else if (s == "--no-coschedule")
       a.coschedule = false;
+    else if (s == "--no-bn-epilogues")
+      a.bn_epilogues = false;
     else if (s == "--layout")
       a.layout = value();
     else if (s == "--graph")
@@ -137,6 +141,7 @@ std::unique_ptr<runtime::Backend> make_backend(const Args& a) {
   runtime::cpu::CpuOptions o;
   o.threads = a.threads;
   o.lower.coschedule_gemms = a.coschedule;
+  o.lower.batchnorm_epilogues = a.bn_epilogues;
   if (!a.cache.empty()) o.jit.cache_dir = a.cache;
   return std::make_unique<runtime::cpu::CpuBackend>(o);
 }

@@ -10,8 +10,9 @@ const std::string kEpilogueSuffix = "_epilogue";
 }
 
 const std::vector<std::string>& epilogue_heads() {
-  static const std::vector<std::string> heads = {"linear",  "matmul",           "conv2d", "conv2d_backward_input",
-                                                 "maxpool2d_backward", "avgpool2d_backward", "batchnorm2d_infer"};
+  static const std::vector<std::string> heads = {
+      "linear",  "matmul", "conv2d", "conv2d_backward_input", "maxpool2d_backward", "avgpool2d_backward",
+      "batchnorm2d", "batchnorm2d_infer"};
   return heads;
 }
 
@@ -30,7 +31,7 @@ std::vector<std::string> roles_of(const std::string& kind) {
   if (kind == kElementwise) return {kChain, kBiasGrad};
   if (kind == kSoftmaxXent) return {kLoss, kDloss, kLossGrad, kBiasGrad};
   if (kind == kMultiTensorUpdate) return {kUpdate, kStep};
-  if (!epilogue_head(kind).empty()) return {kHead, kChain, kPool, kBiasGrad};
+  if (!epilogue_head(kind).empty()) return {kHead, kChain, kPool, kBiasGrad, kNormGrad};
   return {};
 }
 

@@ -17,9 +17,10 @@ inline constexpr const char* kElementwise = "elementwise";
 inline constexpr const char* kSoftmaxXent = "softmax_xent";
 /// Every optimizer update of a graph and the step counter's increment.
 inline constexpr const char* kMultiTensorUpdate = "multi_tensor_update";
-/// `<head>_epilogue`: a head (a GEMM, a convolution, a pooling backward, batchnorm2d_infer)
-/// followed by a chain of elementwise ops on its result (+ a max pool after a conv chain), then
-/// bias-gradient sums of the chain's end.
+/// `<head>_epilogue`: a head (a GEMM, a convolution, a pooling backward, batchnorm2d(_infer))
+/// followed by a chain of elementwise ops on its result (+ a max pool after a conv2d or a
+/// batchnorm2d chain), then bias-gradient sums of the chain's end or, after a max-pool
+/// backward's chain, the batchnorm2d_backward that takes the chain's end as its dy.
 std::string epilogue_kind(const std::string& head_op);
 /// The head op of an `<head>_epilogue` kind, or "" if `kind` is not one.
 std::string epilogue_head(const std::string& kind);
@@ -27,8 +28,9 @@ std::string epilogue_head(const std::string& kind);
 // ---- roles ---------------------------------------------------------------------------------
 inline constexpr const char* kHead = "head";            // the epilogue's head
 inline constexpr const char* kChain = "chain";          // a link of an elementwise chain
-inline constexpr const char* kPool = "pool";            // the max pool after a conv chain
+inline constexpr const char* kPool = "pool";            // the max pool after a conv / batchnorm chain
 inline constexpr const char* kBiasGrad = "bias_grad";   // a bias-gradient sum of the chain's end
+inline constexpr const char* kNormGrad = "norm_grad";   // batchnorm2d_backward of a pool-backward chain's end
 inline constexpr const char* kLoss = "loss";            // cross_entropy
 inline constexpr const char* kDloss = "dloss";          // the constant 1 the backward starts from
 inline constexpr const char* kLossGrad = "loss_grad";   // cross_entropy_backward

@@ -1,8 +1,10 @@
 // Pass `fuse`: groups nodes into kernels. Patterns, tried in this order:
 //   multi_tensor_update  every optimizer update (+ the step counter) of the graph as one kernel
 //   softmax_xent         cross_entropy + its backward (+ the constant dloss and the bias-grad sums)
-//   <head>_epilogue      a GEMM / convolution / pooling(-backward) followed by a chain of
-//                        elementwise ops on its result, then bias-grad reductions of the chain
+//   <head>_epilogue      a GEMM / convolution / pooling backward / batchnorm followed by a chain
+//                        of elementwise ops on its result (then a max pool after a conv2d or
+//                        batchnorm2d chain), then bias-grad reductions of the chain (or, after
+//                        a max-pool backward's chain, the batchnorm backward of its end)
 //   elementwise          a chain of elementwise/broadcast ops (+ reductions of the chain's end)
 // A group's nodes are made contiguous; a group whose contraction would create a cycle is dropped.
 #include <algorithm>
@@ -136,18 +138,19 @@ class Fuser {
   }
 
   // The head, then while its result has exactly one pointwise user reading it as operand 0,
-  // that user; then a pooling forward after a conv chain; then bias-grad sums of the end.
+  // that user; then a max pool after a conv or batchnorm chain; then bias-grad sums of the end.
   void group_chain(int head, const std::string& kind) {
     std::vector<int> nodes{head};
     std::vector<std::string> roles{kind == ir::fusion::kElementwise ? ir::fusion::kChain : ir::fusion::kHead};
     ir::ValueId cur = g_.nodes[static_cast<size_t>(head)].outputs[0];
-    bool conv = g_.nodes[static_cast<size_t>(head)].op == "conv2d";
+    const std::string& head_op = g_.nodes[static_cast<size_t>(head)].op;
+    const bool pools = head_op == "conv2d" || head_op == "batchnorm2d";
     for (;;) {
       int next = -1, candidates = 0;
       for (int u : users_[static_cast<size_t>(cur)]) {
         const ir::Node& n = g_.nodes[static_cast<size_t>(u)];
         bool ok = free(u) && n.inputs[0] == cur && n.outputs.size() == 1 &&
-                  (is_pointwise(n) || (conv && n.op == "maxpool2d"));
+                  (is_pointwise(n) || (pools && n.op == "maxpool2d")) && operands_before(n, head);
         if (ok) {
           next = u;
           ++candidates;
@@ -160,8 +163,32 @@ class Fuser {
       cur = g_.nodes[static_cast<size_t>(next)].outputs[0];
       if (pool) break;
     }
-    absorb_reductions(cur, nodes, roles);
+    if (head_op != "maxpool2d_backward" || !absorb_norm_grad(cur, nodes, roles)) absorb_reductions(cur, nodes, roles);
     add_group(nodes, roles, kind);
+  }
+
+  // Whether every operand of n but the first is computed before node `head` (or is an input or
+  // param): then it cannot depend on the group. Without this a chain could take the residual
+  // add of a later block, whose contraction is a cycle that drops the group (and, newest first,
+  // every group formed after it).
+  bool operands_before(const ir::Node& n, int head) const {
+    for (size_t i = 1; i < n.inputs.size(); ++i)
+      if (g_.producer(n.inputs[i]) >= head) return false;
+    return true;
+  }
+
+  // The batchnorm2d_backward whose dy is v (a max-pool backward chain's end): it then sums its
+  // dy plane by plane in the pool backward's kernel.
+  bool absorb_norm_grad(ir::ValueId v, std::vector<int>& nodes, std::vector<std::string>& roles) {
+    for (int u : users_[static_cast<size_t>(v)]) {
+      const ir::Node& n = g_.nodes[static_cast<size_t>(u)];
+      if (free(u) && n.op == "batchnorm2d_backward" && n.inputs[0] == v) {
+        nodes.push_back(u);
+        roles.push_back(ir::fusion::kNormGrad);
+        return true;
+      }
+    }
+    return false;
   }
 
   const ir::Graph& g_;

@@ -49,6 +49,12 @@ struct LowerOptions {
   // (the cuda backend: one batched GEMM, and a GPU's memory is not what limits it).
   int64_t conv_columns_bytes = int64_t{1} << 20;
   int64_t conv_min_chunk_images = 4;
+  // A batchnorm2d_epilogue group (training batchnorm -> elementwise chain (-> maxpool2d)) as one
+  // kernel: each image's plane of a channel normalized, run through the chain and max-pooled
+  // while in cache, in the channel loop that computed the statistics. Off: batchnorm, then the
+  // chain as one loop nest, then the pool (the cuda backend: a channel loop has too few
+  // iterations for a GPU, and the chain and pool have a plane or an element per thread).
+  bool batchnorm_epilogues = true;
 };
 
 /// The CUDA target marks every loop nest that may run in parallel (no work threshold on a GPU).
@@ -61,7 +67,8 @@ inline constexpr int64_t kCudaParallelMinWork = 1;
 /// out-channel per pass (a GPU needs the parallelism more than the input reuse; 8 spilled
 /// registers on sm_80); the conv bias gradient as a kernel of its own (pool_bias_grad_fused);
 /// per-image sums with the elements outermost (image_sums_outer); channel sums in two stages
-/// (two_stage_sums); the fused conv forward over bands of rows (conv_row_bands).
+/// (two_stage_sums); the fused conv forward over bands of rows (conv_row_bands); batchnorm,
+/// its chain and pool as separate kernels (batchnorm_epilogues).
 inline LowerOptions cuda_lower_options() {
   LowerOptions o;
   o.parallel_min_work = kCudaParallelMinWork;
@@ -74,6 +81,7 @@ inline LowerOptions cuda_lower_options() {
   o.two_stage_sums = true;
   o.conv_row_bands = true;
   o.conv_columns_bytes = 0;
+  o.batchnorm_epilogues = false;
   return o;
 }
 

@@ -3,6 +3,7 @@
 //             each output row is computed, run through the chain and stored once (only the values
 //             read after the group); the plane, still in cache, is then pooled.
 //   backward: maxpool2d_backward -> elementwise chain (relu_backward ...) -> bias-grad reduce_sum
+//             or batchnorm2d_backward (its sums per plane, its dx per channel)
 //             the gradient of each window is written where its maximum is (no zeroing pass, no
 //             scatter when windows do not overlap), the chain applied on the way, and the bias
 //             gradient summed per column of the plane (vectorizable) then across columns.
@@ -13,75 +14,14 @@
 #include <algorithm>
 #include <limits>
 
+#include "codegen/lower/lower_chain.h"
+#include "codegen/lower/lower_norm.h"
 #include "codegen/lower/lower_window.h"
 #include "ir/op_registry.h"
 
 namespace dnnc::codegen {
 
 namespace {
-
-bool is_f32(const LowerCtx& ctx, ir::ValueId v) { return ctx.graph.value(v).type.dtype == ir::DType::f32; }
-
-// An elementwise chain on a plane-shaped value: map ops with one f32 result of shape `shape`,
-// operand 0 the previous value, every other operand a contiguous tensor of that shape read at
-// the same element, no setup.
-struct Chain {
-  std::vector<const ir::Node*> nodes;
-  std::vector<MapOp> ops;
-};
-
-Chain chain_after(const LowerCtx& ctx, const std::vector<const ir::Node*>& nodes, size_t j, ir::ValueId start,
-                  const Dims& shape) {
-  Chain c;
-  ir::ValueId cur = start;
-  for (; j < nodes.size(); ++j) {
-    const ir::Node& n = *nodes[j];
-    if (n.outputs.size() != 1 || n.inputs.empty() || n.inputs[0] != cur) break;
-    MapOp op;
-    if (!map_op_of(ctx, n, completed_attrs(ctx, n), &op) || op.setup) break;
-    if (ctx.shape(n.outputs[0]) != shape || !is_f32(ctx, n.outputs[0])) break;
-    bool ok = true;
-    for (size_t i = 1; i < n.inputs.size() && ok; ++i) {
-      bool contiguous = i >= op.operand_strides.size() || at_element(op.operand_strides[i], shape);
-      // Not a value of the group itself (those may live in registers only).
-      ok = contiguous && ctx.shape(n.inputs[i]) == shape && is_f32(ctx, n.inputs[i]) && n.inputs[i] != cur &&
-           n.inputs[i] != start;
-      for (const ir::Node* p : c.nodes) ok &= p->outputs[0] != n.inputs[i];
-    }
-    if (!ok) break;
-    c.nodes.push_back(&n);
-    c.ops.push_back(std::move(op));
-    cur = n.outputs[0];
-  }
-  return c;
-}
-
-// Applies the chain to `v` at flat element `index`; operand params in `operand_param` (per chain
-// node, per operand; -1 for operand 0).
-Expr apply_chain(KernelBuilder& kb, const Chain& c, const std::vector<std::vector<int>>& operand_param, Expr v,
-                 Expr index) {
-  for (size_t k = 0; k < c.nodes.size(); ++k) {
-    MapEnv env;
-    env.index = index;
-    env.kb = &kb;
-    env.in.push_back(v);
-    for (size_t i = 1; i < c.nodes[k]->inputs.size(); ++i) env.in.push_back(kb.load(operand_param[k][i], index));
-    v = c.ops[k].body(env).at(0);
-    if (k + 1 < c.nodes.size()) v = kb.let("t", v);
-  }
-  return v;
-}
-
-std::vector<std::vector<int>> chain_operands(KernelDraft& d, LowerCtx& ctx, const Chain& c) {
-  std::vector<std::vector<int>> out;
-  for (const ir::Node* n : c.nodes) {
-    std::vector<int> ps{-1};
-    for (size_t i = 1; i < n->inputs.size(); ++i) ps.push_back(d.read(ctx.buffer(n->inputs[i])));
-    out.push_back(std::move(ps));
-  }
-  return out;
-}
-
 
 // ---- forward: conv2d -> chain -> maxpool2d ---------------------------------------------------
 
@@ -104,11 +44,7 @@ size_t lower_conv_chain_pool(LowerCtx& ctx, const std::vector<const ir::Node*>& 
   inside.insert(inside.end(), chain.nodes.begin(), chain.nodes.end());
   if (pool) inside.push_back(pool);
   // Only the chain's end (and the pooled result) may be read after the group.
-  if (used_outside(ctx.graph, conv.outputs[0], inside) && !chain.nodes.empty()) return 0;
-  for (size_t k = 0; k + 1 < chain.nodes.size(); ++k)
-    if (used_outside(ctx.graph, chain.nodes[k]->outputs[0], inside)) return 0;
-  for (const ir::Node* n : inside)
-    if (ctx.in_place.count(n->outputs[0])) return 0;
+  if (!chain_stays_inside(ctx, conv.outputs[0], chain, inside)) return 0;
   bool keep_last = !pool || used_outside(ctx.graph, last, inside);
 
   ctx.comment.clear();
@@ -265,14 +201,18 @@ size_t lower_pool_backward_chain(LowerCtx& ctx, const std::vector<const ir::Node
     ir::Attrs ra = completed_attrs(ctx, *nodes[j]);
     if (ir::attr_ints(ra, "axes") == std::vector<int64_t>{0, 2, 3} && !ir::attr_bool(ra, "keepdim")) bsum = nodes[j];
   }
+  // Or batchnorm's backward of the chain's end (LowerOptions::batchnorm_epilogues): its sums
+  // added up plane by plane while each is in cache, its dx after the channel's last image.
+  const ir::Node* bnb = nullptr;
+  if (!bsum && ctx.options.batchnorm_epilogues && j < nodes.size() && nodes[j]->op == "batchnorm2d_backward" &&
+      nodes[j]->inputs[0] == last && ctx.shape(nodes[j]->inputs[1]) == xs && is_f32(ctx, nodes[j]->inputs[1]) &&
+      !ctx.nhwc(nodes[j]->inputs[1]) && !ctx.nhwc(nodes[j]->outputs[0]))
+    bnb = nodes[j];
   std::vector<const ir::Node*> inside{&pb};
   inside.insert(inside.end(), chain.nodes.begin(), chain.nodes.end());
   if (bsum) inside.push_back(bsum);
-  if (!chain.nodes.empty() && used_outside(ctx.graph, pb.outputs[0], inside)) return 0;
-  for (size_t k = 0; k + 1 < chain.nodes.size(); ++k)
-    if (used_outside(ctx.graph, chain.nodes[k]->outputs[0], inside)) return 0;
-  for (const ir::Node* n : inside)
-    if (ctx.in_place.count(n->outputs[0])) return 0;
+  if (bnb) inside.push_back(bnb);
+  if (!chain_stays_inside(ctx, pb.outputs[0], chain, inside)) return 0;
   int64_t b = xs[0], c = xs[1];
   int64_t plane = g.h * g.w;
 
@@ -281,8 +221,11 @@ size_t lower_pool_backward_chain(LowerCtx& ctx, const std::vector<const ir::Node
   int part = bsum ? ctx.scratch("bias_part", c * g.w) : -1;
   bool tiled = g.p0 == 0 && g.p1 == 0 && g.s0 == g.k0 && g.s1 == g.k1 && g.k0 * g.k1 <= 64;
   // The argmax of each window of a row, per parallel iteration (tiled windows only).
-  int idx = tiled ? ctx.scratch("pool_argmax", (bsum ? c : b * c) * g.wo) : -1;
-  KernelDraft d(ctx, ctx.kernel_name(bsum ? "maxpool2d_backward_bias" : "maxpool2d_backward_chain"));
+  const bool by_channel = bsum || bnb;  // channels over the threads, images inside
+  int idx = tiled ? ctx.scratch("pool_argmax", (by_channel ? c : b * c) * g.wo) : -1;
+  KernelDraft d(ctx, ctx.kernel_name(bsum  ? "maxpool2d_backward_bias"
+                                     : bnb ? "maxpool2d_backward_batchnorm"
+                                           : "maxpool2d_backward_chain"));
   int dy = d.read(ctx.buffer(pb.inputs[0]));
   int x = d.read(ctx.buffer(pb.inputs[1]));
   std::vector<std::vector<int>> operands = chain_operands(d, ctx, chain);
@@ -290,6 +233,8 @@ size_t lower_pool_backward_chain(LowerCtx& ctx, const std::vector<const ir::Node
   int pp = bsum ? d.write(part) : -1;
   int ip = tiled ? d.write(idx) : -1;
   int bg = bsum ? d.write(ctx.define(bsum->outputs[0])) : -1;
+  BnBackward bp;
+  if (bnb) bp = bn_backward_params(ctx, d, *bnb, dx);
   KernelBuilder& kb = d.kb;
   // Windows that tile the plane without overlap or padding: each input cell gets its window's
   // gradient or 0 directly; cells past the last window get 0. With `pbase` (a bias-grad sum),
@@ -377,7 +322,21 @@ size_t lower_pool_backward_chain(LowerCtx& ctx, const std::vector<const ir::Node
     }
   };
   bool par = ctx.parallel(product(xs));
-  if (!bsum) {
+  if (bnb) {
+    kb.loop("ch", c, par && c > 1, [&](Expr ch) {
+      BnBackwardSums sums = bn_backward_begin(kb, bp, ch);
+      kb.loop("b", b, false, [&](Expr bv) {
+        Expr xbase = kb.let("xbase", (bv * i64c(c) + ch) * i64c(plane));
+        plane_body(xbase, kb.let("ybase", (bv * i64c(c) + ch) * i64c(g.ho * g.wo)), ch * i64c(g.wo), Expr());
+        kb.loop("i", plane, false, [&](Expr iv) {  // the plane just written, still in cache
+          Expr gy = kb.let("gy", kb.load(dx, xbase + iv));
+          kb.assign(sums.sum, sums.sum + cast(ScalarType::f64, gy));
+          kb.assign(sums.dotp, sums.dotp + cast(ScalarType::f64, (kb.load(bp.x, xbase + iv) - sums.mu) * gy));
+        });
+      });
+      bn_backward_finish(kb, bp, ch, sums);
+    });
+  } else if (!bsum) {
     kb.loop("bc", b * c, par && b * c > 1, [&](Expr bc) {
       plane_body(kb.let("xbase", bc * i64c(plane)), kb.let("ybase", bc * i64c(g.ho * g.wo)), bc * i64c(g.wo), Expr());
     });

@@ -160,6 +160,12 @@ size_t lower_gemm_epilogue(LowerCtx& ctx, const std::vector<const ir::Node*>& no
 /// number of nodes lowered (0: not such a pattern; nothing emitted).
 size_t lower_conv_pool_group(LowerCtx& ctx, const std::vector<const ir::Node*>& nodes, size_t i);
 
+/// A batchnorm2d_epilogue group as one kernel (lower_norm.cpp, LowerOptions::batchnorm_epilogues):
+/// if nodes[i] is a training batchnorm2d on NCHW f32 values followed by an elementwise chain on y
+/// and/or a maxpool2d of the chain's end, and only the chain's end and the pooled result are read
+/// after the group, lowers them together and returns how many nodes it took (0: nothing emitted).
+size_t lower_batchnorm_group(LowerCtx& ctx, const std::vector<const ir::Node*>& nodes, size_t i);
+
 void register_map_lowerings(LowerTable& t);
 void register_reduce_lowerings(LowerTable& t);
 void register_gemm_lowerings(LowerTable& t);

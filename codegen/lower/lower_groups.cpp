@@ -58,7 +58,7 @@ void expect_first(const std::string& kind, const std::vector<const ir::Node*>& n
 
 // Nodes [from, end) of a chain-shaped group (`elementwise`, `<head>_epilogue`) that its head's
 // kernel did not take, by role: the head by its own lowering, the chain as one loop nest, the
-// pool and each bias-gradient sum by their own lowerings. A chain that cannot be one loop nest
+// pool, each bias-gradient sum and the batchnorm backward by their own lowerings. A chain that cannot be one loop nest
 // is an internal error: fuse promised it.
 void lower_chain_roles(GroupLowering& gl, const std::string& kind, const std::vector<const ir::Node*>& nodes,
                        size_t from) {
@@ -79,8 +79,8 @@ void lower_chain_roles(GroupLowering& gl, const std::string& kind, const std::ve
   if (!chain.empty()) lower_run(gl, chain);
   for (; i < nodes.size(); ++i) {
     const std::string& role = nodes[i]->role;
-    DNNC_CHECK(role == fusion::kPool || role == fusion::kBiasGrad,
-               "node {} of a '{}' group has role '{}' after the chain (expected pool or bias_grad)",
+    DNNC_CHECK(role == fusion::kPool || role == fusion::kBiasGrad || role == fusion::kNormGrad,
+               "node {} of a '{}' group has role '{}' after the chain (expected pool, bias_grad or norm_grad)",
                ctx.node_text(*nodes[i]), kind, role);
     lower_sequence(gl, nodes, i, i + 1);
   }
@@ -131,6 +131,10 @@ void lower_group(GroupLowering& gl, const std::string& kind, const std::vector<c
     // One kernel over planes (lower_conv_fused.cpp) where the conv is direct and the chain
     // qualifies; else the conv (im2col + GEMM) or pool backward, then the chain as a loop nest.
     used = lower_conv_pool_group(ctx, nodes, 0);
+  } else if (head == "batchnorm2d") {
+    // Statistics, normalization, the chain and the pool in one channel loop (lower_norm.cpp);
+    // else (NHWC, batchnorm_epilogues off) role by role.
+    used = lower_batchnorm_group(ctx, nodes, 0);
   }
   lower_chain_roles(gl, kind, nodes, used);
 }

@@ -1,22 +1,15 @@
 // batchnorm2d (training), layernorm and their backward ops as KernelIR loops: one parallel
 // loop over channels (batchnorm) or rows (layernorm); every sum accumulates in double and is
-// rounded once (docs/ops.md, "Accuracy of sums"), batchnorm's blocked by channel_sums.
+// rounded once (docs/ops.md, "Accuracy of sums"), batchnorm's blocked by channel_sums. Also the
+// batchnorm2d_epilogue group (batchnorm -> chain -> max pool in the channel loop).
 #include <fmt/format.h>
 
-#include "codegen/lower/lower_ctx.h"
+#include "codegen/lower/lower_norm.h"
+
+#include "codegen/lower/lower_chain.h"
+#include "codegen/lower/lower_window.h"
 
 namespace dnnc::codegen {
-
-namespace {
-
-// x [B, C, H, W] seen as (B, C, HW), row-major or {nhwc} (then channel c of image b starts at
-// b*HW*C + c and its pixels are C apart); every element of channel c is visited by f(index),
-// images outer, pixels inner, in both layouts.
-struct BnGeom {
-  int64_t b, c, hw;
-  bool nhwc = false;
-  int64_t count() const { return b * hw; }
-};
 
 BnGeom bn_geom(const LowerCtx& ctx, const ir::Node& n, ir::ValueId xv) {
   Dims x = ctx.shape(xv);
@@ -26,13 +19,6 @@ BnGeom bn_geom(const LowerCtx& ctx, const ir::Node& n, ir::ValueId xv) {
     for (ir::ValueId v : *vs)
       if (ctx.shape(v) == x && ctx.nhwc(v) != g.nhwc) ctx.fail(n, "its activations are in different layouts");
   return g;
-}
-
-// The channel loop runs on several threads where it is worth it, in NCHW only: channels-last
-// channels interleave in memory, which the race checker cannot prove apart (NHWC batchnorm is
-// serial; the cpu cost model does not pick NHWC).
-bool channel_loop_parallel(const LowerCtx& ctx, const BnGeom& g) {
-  return !g.nhwc && ctx.parallel(g.c * g.count()) && g.c > 1;
 }
 
 void for_channel(KernelBuilder& kb, const BnGeom& g, Expr c, const std::function<void(Expr)>& f) {
@@ -45,6 +31,15 @@ void for_channel(KernelBuilder& kb, const BnGeom& g, Expr c, const std::function
     Expr base = kb.let("base", (b * i64c(g.c) + c) * i64c(g.hw));
     kb.loop("i", g.hw, false, [&](Expr i) { f(base + i); });
   });
+}
+
+namespace {
+
+// The channel loop runs on several threads where it is worth it, in NCHW only: channels-last
+// channels interleave in memory, which the race checker cannot prove apart (NHWC batchnorm is
+// serial; the cpu cost model does not pick NHWC).
+bool channel_loop_parallel(const LowerCtx& ctx, const BnGeom& g) {
+  return !g.nhwc && ctx.parallel(g.c * g.count()) && g.c > 1;
 }
 
 // Adds to each of `sums` (f64 locals) its term of every element of channel c, terms(index)
@@ -76,21 +71,34 @@ void channel_sums(KernelBuilder& kb, const BnGeom& g, Expr c, const std::vector<
   });
 }
 
-void lower_batchnorm(LowerCtx& ctx, const ir::Node& n, const ir::Attrs& a) {
+// Training batchnorm, optionally followed (a batchnorm2d_epilogue group) by an elementwise chain
+// on y and a max pool of the chain's end: per channel, the statistics, then each image's plane
+// normalized and run through the chain into `out` (y, the chain's end, or scratch where only the
+// pool's result is read later), then pooled while the plane is in cache. Unfused: empty chain,
+// no pool, out = y.
+void emit_batchnorm(LowerCtx& ctx, const ir::Node& n, const ir::Attrs& a, const Chain& chain, const ir::Node* pool,
+                    int out) {
   BnGeom g = bn_geom(ctx, n, n.inputs[0]);
   if (g.count() <= 1)
     ctx.fail(n, fmt::format("batchnorm2d: expected more than 1 value per channel when training, found {}", g.count()));
-  KernelDraft d(ctx, ctx.kernel_name(n.op));
+  KernelDraft d(ctx, ctx.kernel_name(pool ? "batchnorm2d_pool" : chain.nodes.empty() ? n.op : "batchnorm2d_chain"));
   int x = d.read(ctx.buffer(n.inputs[0]));
   int w = d.read(ctx.buffer(n.inputs[1]));
   int bias = d.read(ctx.buffer(n.inputs[2]));
   int rm = d.read(ctx.buffer(n.inputs[3]));
   int rv = d.read(ctx.buffer(n.inputs[4]));
-  int y = d.write(ctx.define(n.outputs[0]));
+  std::vector<std::vector<int>> operands = chain_operands(d, ctx, chain);
+  int y = d.write(out);
   int mean_out = d.write(ctx.define(n.outputs[1]));
   int invstd_out = d.write(ctx.define(n.outputs[2]));
   int rm_out = d.write(ctx.define(n.outputs[3]));
   int rv_out = d.write(ctx.define(n.outputs[4]));
+  PoolGeom pg{};
+  int py = -1;
+  if (pool) {
+    pg = pool_geom(ctx, *pool, completed_attrs(ctx, *pool), ctx.shape(n.outputs[0]), ctx.shape(pool->outputs[0]));
+    py = d.write(ctx.define(pool->outputs[0]));
+  }
   KernelBuilder& kb = d.kb;
   Expr count = f64c(static_cast<double>(g.count()));
   Expr m = f32c(ir::attr_float(a, "momentum"));
@@ -113,43 +121,40 @@ void lower_batchnorm(LowerCtx& ctx, const ir::Node& n, const ir::Attrs& a) {
     kb.store(rv_out, c, m * unbiased + (f32c(1) - m) * kb.load(rv, c));
     Expr alpha = kb.let("alpha", invstd * kb.load(w, c));
     Expr beta = kb.let("beta", kb.load(bias, c) - mean * alpha);
-    for_channel(kb, g, c, [&](Expr i) { kb.store(y, i, kb.load(x, i) * alpha + beta); });
+    auto normalize = [&](Expr i) {
+      Expr v = kb.load(x, i) * alpha + beta;
+      if (!chain.nodes.empty()) v = apply_chain(kb, chain, operands, kb.let("bn", v), i);
+      kb.store(y, i, v);
+    };
+    if (!pool) {
+      for_channel(kb, g, c, normalize);
+      return;
+    }
+    kb.loop("b", g.b, false, [&](Expr b) {  // NCHW (lower_batchnorm_group)
+      Expr bc = kb.let("bc", b * i64c(g.c) + c);
+      Expr base = kb.let("base", bc * i64c(g.hw));
+      kb.loop("i", g.hw, false, [&](Expr i) { normalize(base + i); });
+      maxpool_plane(kb, pg, y, base, py, kb.let("pbase", bc * i64c(pg.ho * pg.wo)));
+    });
   });
   ctx.emit(std::move(d));
 }
 
+void lower_batchnorm(LowerCtx& ctx, const ir::Node& n, const ir::Attrs& a) {
+  emit_batchnorm(ctx, n, a, Chain{}, nullptr, ctx.define(n.outputs[0]));
+}
+
 void lower_batchnorm_backward(LowerCtx& ctx, const ir::Node& n, const ir::Attrs&) {
-  BnGeom g = bn_geom(ctx, n, n.inputs[1]);
   KernelDraft d(ctx, ctx.kernel_name(n.op));
-  int dy = d.read(ctx.buffer(n.inputs[0]));
-  int x = d.read(ctx.buffer(n.inputs[1]));
-  int w = d.read(ctx.buffer(n.inputs[2]));
-  int mean = d.read(ctx.buffer(n.inputs[3]));
-  int invstd = d.read(ctx.buffer(n.inputs[4]));
-  int dx = d.write(ctx.define(n.outputs[0]));
-  int dw = d.write(ctx.define(n.outputs[1]));
-  int db = d.write(ctx.define(n.outputs[2]));
+  BnBackward p = bn_backward_params(ctx, d, n, d.read(ctx.buffer(n.inputs[0])));
   KernelBuilder& kb = d.kb;
-  Expr count = f64c(static_cast<double>(g.count()));
-  kb.loop("c", g.c, channel_loop_parallel(ctx, g), [&](Expr c) {
-    Expr mu = kb.let("mu", kb.load(mean, c));
-    Expr is = kb.let("is", kb.load(invstd, c));
-    Expr sum = kb.let("sum", f64c(0));
-    Expr dotp = kb.let("dotp", f64c(0));
-    channel_sums(kb, g, c, {sum, dotp}, [&](Expr i) {
-      Expr gy = kb.let("gy", kb.load(dy, i));
-      return std::vector<Expr>{gy, (kb.load(x, i) - mu) * gy};
+  kb.loop("c", p.g.c, channel_loop_parallel(ctx, p.g), [&](Expr c) {
+    BnBackwardSums s = bn_backward_begin(kb, p, c);
+    channel_sums(kb, p.g, c, {s.sum, s.dotp}, [&](Expr i) {
+      Expr gy = kb.let("gy", kb.load(p.dy, i));
+      return std::vector<Expr>{gy, (kb.load(p.x, i) - s.mu) * gy};
     });
-    Expr is64 = cast(ScalarType::f64, is);
-    Expr k = kb.let("k", cast(ScalarType::f32, dotp * is64 * is64 / count));
-    Expr grad_mean = kb.let("grad_mean", cast(ScalarType::f32, sum / count));
-    Expr wc = kb.let("wc", kb.load(w, c));
-    for_channel(kb, g, c, [&](Expr i) {
-      Expr proj = (kb.load(x, i) - mu) * k;
-      kb.store(dx, i, (kb.load(dy, i) - grad_mean - proj) * is * wc);
-    });
-    kb.store(dw, c, cast(ScalarType::f32, dotp * is64));
-    kb.store(db, c, cast(ScalarType::f32, sum));
+    bn_backward_finish(kb, p, c, s);
   });
   ctx.emit(std::move(d));
 }
@@ -246,6 +251,71 @@ void lower_layernorm_backward(LowerCtx& ctx, const ir::Node& n, const ir::Attrs&
 }
 
 }  // namespace
+
+BnBackward bn_backward_params(LowerCtx& ctx, KernelDraft& d, const ir::Node& n, int dy) {
+  BnBackward p{bn_geom(ctx, n, n.inputs[1])};
+  p.dy = dy;
+  p.x = d.read(ctx.buffer(n.inputs[1]));
+  p.w = d.read(ctx.buffer(n.inputs[2]));
+  p.mean = d.read(ctx.buffer(n.inputs[3]));
+  p.invstd = d.read(ctx.buffer(n.inputs[4]));
+  p.dx = d.write(ctx.define(n.outputs[0]));
+  p.dw = d.write(ctx.define(n.outputs[1]));
+  p.db = d.write(ctx.define(n.outputs[2]));
+  return p;
+}
+
+BnBackwardSums bn_backward_begin(KernelBuilder& kb, const BnBackward& p, Expr c) {
+  BnBackwardSums s;
+  s.mu = kb.let("mu", kb.load(p.mean, c));
+  s.is = kb.let("is", kb.load(p.invstd, c));
+  s.sum = kb.let("sum", f64c(0));
+  s.dotp = kb.let("dotp", f64c(0));
+  return s;
+}
+
+void bn_backward_finish(KernelBuilder& kb, const BnBackward& p, Expr c, const BnBackwardSums& s) {
+  Expr count = f64c(static_cast<double>(p.g.count()));
+  Expr is64 = cast(ScalarType::f64, s.is);
+  Expr k = kb.let("k", cast(ScalarType::f32, s.dotp * is64 * is64 / count));
+  Expr grad_mean = kb.let("grad_mean", cast(ScalarType::f32, s.sum / count));
+  Expr wc = kb.let("wc", kb.load(p.w, c));
+  for_channel(kb, p.g, c, [&](Expr i) {
+    Expr proj = (kb.load(p.x, i) - s.mu) * k;
+    kb.store(p.dx, i, (kb.load(p.dy, i) - grad_mean - proj) * s.is * wc);
+  });
+  kb.store(p.dw, c, cast(ScalarType::f32, s.dotp * is64));
+  kb.store(p.db, c, cast(ScalarType::f32, s.sum));
+}
+
+size_t lower_batchnorm_group(LowerCtx& ctx, const std::vector<const ir::Node*>& nodes, size_t i) {
+  const ir::Node& bn = *nodes[i];
+  if (!ctx.options.batchnorm_epilogues || bn.op != "batchnorm2d" || bn.outputs.size() != 5) return 0;
+  const Dims ys = ctx.shape(bn.outputs[0]);
+  if (ys.size() != 4 || !is_f32(ctx, bn.outputs[0]) || !is_f32(ctx, bn.inputs[0])) return 0;
+  for (ir::ValueId v : bn.inputs)  // the planes of the pool are NCHW planes
+    if (ctx.nhwc(v)) return 0;
+  if (ctx.nhwc(bn.outputs[0])) return 0;
+  Chain chain = chain_after(ctx, nodes, i + 1, bn.outputs[0], ys);
+  ir::ValueId last = chain.nodes.empty() ? bn.outputs[0] : chain.nodes.back()->outputs[0];
+  size_t j = i + 1 + chain.nodes.size();
+  const ir::Node* pool = nullptr;
+  if (j < nodes.size() && nodes[j]->op == "maxpool2d" && nodes[j]->inputs[0] == last &&
+      is_f32(ctx, nodes[j]->outputs[0]) && !ctx.nhwc(nodes[j]->outputs[0]))
+    pool = nodes[j];
+  if (chain.nodes.empty() && !pool) return 0;
+  std::vector<const ir::Node*> inside{&bn};
+  inside.insert(inside.end(), chain.nodes.begin(), chain.nodes.end());
+  if (pool) inside.push_back(pool);
+  // Only the chain's end (and the pooled result) may be read after the group.
+  if (!chain_stays_inside(ctx, bn.outputs[0], chain, inside)) return 0;
+  ctx.comment.clear();
+  for (const ir::Node* n : inside) ctx.comment.push_back(ctx.node_text(*n));
+  const bool keep_last = !pool || used_outside(ctx.graph, last, inside);
+  emit_batchnorm(ctx, bn, completed_attrs(ctx, bn), chain, pool,
+                 keep_last ? ctx.define(last) : ctx.scratch("plane", product(ys)));
+  return inside.size();
+}
 
 void register_norm_lowerings(LowerTable& t) {
   t["batchnorm2d"] = lower_batchnorm;
