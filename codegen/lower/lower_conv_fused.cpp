@@ -329,9 +329,9 @@ size_t lower_pool_backward_chain(LowerCtx& ctx, const std::vector<const ir::Node
         Expr xbase = kb.let("xbase", (bv * i64c(c) + ch) * i64c(plane));
         plane_body(xbase, kb.let("ybase", (bv * i64c(c) + ch) * i64c(g.ho * g.wo)), ch * i64c(g.wo), Expr());
         kb.loop("i", plane, false, [&](Expr iv) {  // the plane just written, still in cache
-          Expr gy = kb.let("gy", kb.load(dx, xbase + iv));
-          kb.assign(sums.sum, sums.sum + cast(ScalarType::f64, gy));
-          kb.assign(sums.dotp, sums.dotp + cast(ScalarType::f64, (kb.load(bp.x, xbase + iv) - sums.mu) * gy));
+          std::vector<Expr> t = bn_backward_terms(kb, bp, sums, xbase + iv);
+          kb.assign(sums.sum, sums.sum + cast(ScalarType::f64, t[0]));
+          kb.assign(sums.dotp, sums.dotp + cast(ScalarType::f64, t[1]));
         });
       });
       bn_backward_finish(kb, bp, ch, sums);

@@ -58,8 +58,8 @@ void expect_first(const std::string& kind, const std::vector<const ir::Node*>& n
 
 // Nodes [from, end) of a chain-shaped group (`elementwise`, `<head>_epilogue`) that its head's
 // kernel did not take, by role: the head by its own lowering, the chain as one loop nest, the
-// pool, each bias-gradient sum and the batchnorm backward by their own lowerings. A chain that cannot be one loop nest
-// is an internal error: fuse promised it.
+// pool, each bias-gradient sum and the batchnorm backward by their own lowerings. A chain that
+// cannot be one loop nest is an internal error: fuse promised it.
 void lower_chain_roles(GroupLowering& gl, const std::string& kind, const std::vector<const ir::Node*>& nodes,
                        size_t from) {
   LowerCtx& ctx = gl.ctx;

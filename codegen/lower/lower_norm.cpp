@@ -150,10 +150,7 @@ void lower_batchnorm_backward(LowerCtx& ctx, const ir::Node& n, const ir::Attrs&
   KernelBuilder& kb = d.kb;
   kb.loop("c", p.g.c, channel_loop_parallel(ctx, p.g), [&](Expr c) {
     BnBackwardSums s = bn_backward_begin(kb, p, c);
-    channel_sums(kb, p.g, c, {s.sum, s.dotp}, [&](Expr i) {
-      Expr gy = kb.let("gy", kb.load(p.dy, i));
-      return std::vector<Expr>{gy, (kb.load(p.x, i) - s.mu) * gy};
-    });
+    channel_sums(kb, p.g, c, {s.sum, s.dotp}, [&](Expr i) { return bn_backward_terms(kb, p, s, i); });
     bn_backward_finish(kb, p, c, s);
   });
   ctx.emit(std::move(d));
@@ -272,6 +269,11 @@ BnBackwardSums bn_backward_begin(KernelBuilder& kb, const BnBackward& p, Expr c)
   s.sum = kb.let("sum", f64c(0));
   s.dotp = kb.let("dotp", f64c(0));
   return s;
+}
+
+std::vector<Expr> bn_backward_terms(KernelBuilder& kb, const BnBackward& p, const BnBackwardSums& s, Expr i) {
+  Expr gy = kb.let("gy", kb.load(p.dy, i));
+  return {gy, (kb.load(p.x, i) - s.mu) * gy};
 }
 
 void bn_backward_finish(KernelBuilder& kb, const BnBackward& p, Expr c, const BnBackwardSums& s) {

@@ -33,6 +33,8 @@ struct BnBackwardSums {
   Expr mu, is, sum, dotp;
 };
 BnBackwardSums bn_backward_begin(KernelBuilder& kb, const BnBackward& p, Expr c);
+/// The terms element i adds to s.sum and s.dotp (f32; the caller widens them).
+std::vector<Expr> bn_backward_terms(KernelBuilder& kb, const BnBackward& p, const BnBackwardSums& s, Expr i);
 /// From the finished sums: dx of every element of channel c (reading dy and x again), dw, db.
 void bn_backward_finish(KernelBuilder& kb, const BnBackward& p, Expr c, const BnBackwardSums& s);
 
