@@ -44,6 +44,7 @@ struct Grouping {
   std::vector<int> gid;            // per node, -1 if none
   std::vector<std::string> role;   // per node: its role in its group (ir/fusion.h)
   std::vector<std::string> kinds;
+  std::vector<int> swaps;          // commutative nodes whose chain value is operand 1: swapped
 };
 
 class Fuser {
@@ -137,26 +138,32 @@ class Fuser {
       }
   }
 
-  // The head, then while its result has exactly one pointwise user reading it as operand 0,
-  // that user; then a max pool after a conv or batchnorm chain; then bias-grad sums of the end.
+  // The head, then while its result has exactly one pointwise user reading it as operand 0 (or
+  // as operand 1 of a commutative add / mul, whose operands are then swapped), that user; then
+  // a max pool after a conv or batchnorm chain; then bias-grad sums of the end.
   void group_chain(int head, const std::string& kind) {
     std::vector<int> nodes{head};
     std::vector<std::string> roles{kind == ir::fusion::kElementwise ? ir::fusion::kChain : ir::fusion::kHead};
+    std::vector<int> swaps;
     ir::ValueId cur = g_.nodes[static_cast<size_t>(head)].outputs[0];
     const std::string& head_op = g_.nodes[static_cast<size_t>(head)].op;
     const bool pools = head_op == "conv2d" || head_op == "batchnorm2d";
     for (;;) {
       int next = -1, candidates = 0;
+      bool swap = false;
       for (int u : users_[static_cast<size_t>(cur)]) {
         const ir::Node& n = g_.nodes[static_cast<size_t>(u)];
-        bool ok = free(u) && n.inputs[0] == cur && n.outputs.size() == 1 &&
-                  (is_pointwise(n) || (pools && n.op == "maxpool2d")) && operands_before(n, head);
+        const bool second = swappable(n, cur);
+        bool ok = free(u) && (n.inputs[0] == cur || second) && n.outputs.size() == 1 &&
+                  (is_pointwise(n) || (pools && n.op == "maxpool2d")) && operands_before(n, head, second);
         if (ok) {
           next = u;
+          swap = second;
           ++candidates;
         }
       }
       if (candidates != 1) break;
+      if (swap) swaps.push_back(next);
       nodes.push_back(next);
       const bool pool = g_.nodes[static_cast<size_t>(next)].op == "maxpool2d";
       roles.push_back(pool ? ir::fusion::kPool : ir::fusion::kChain);
@@ -164,16 +171,25 @@ class Fuser {
       if (pool) break;
     }
     if (head_op != "maxpool2d_backward" || !absorb_norm_grad(cur, nodes, roles)) absorb_reductions(cur, nodes, roles);
+    if (nodes.size() >= 2) grouping_.swaps.insert(grouping_.swaps.end(), swaps.begin(), swaps.end());
     add_group(nodes, roles, kind);
   }
 
-  // Whether every operand of n but the first is computed before node `head` (or is an input or
-  // param): then it cannot depend on the group. Without this a chain could take the residual
-  // add of a later block, whose contraction is a cycle that drops the group (and, newest first,
-  // every group formed after it).
-  bool operands_before(const ir::Node& n, int head) const {
-    for (size_t i = 1; i < n.inputs.size(); ++i)
-      if (g_.producer(n.inputs[i]) >= head) return false;
+  // Whether n is a commutative binary op (add, mul) of two operands of one type that reads the
+  // chain's value v as operand 1 only (`x + bn(conv(x))`): the chain may take it with its
+  // operands swapped, which computes the same value bit for bit.
+  bool swappable(const ir::Node& n, ir::ValueId v) const {
+    return (n.op == "add" || n.op == "mul") && n.inputs.size() == 2 && n.inputs[1] == v && n.inputs[0] != v &&
+           g_.value(n.inputs[0]).type == g_.value(n.inputs[1]).type;
+  }
+
+  // Whether every operand of n but the chain's (the first, or the second if `swapped`) is
+  // computed before node `head` (or is an input or param): then it cannot depend on the group.
+  // Without this a chain could take the residual add of a later block, whose contraction is a
+  // cycle that drops the group (and, newest first, every group formed after it).
+  bool operands_before(const ir::Node& n, int head, bool swapped) const {
+    for (size_t i = 0; i < n.inputs.size(); ++i)
+      if (i != (swapped ? 1u : 0u) && g_.producer(n.inputs[i]) >= head) return false;
     return true;
   }
 
@@ -245,6 +261,11 @@ bool fuse_graph(ir::Graph& g) {
     grouping.kinds.pop_back();
   }
   if (grouping.kinds.empty()) return false;
+  for (int i : grouping.swaps)
+    if (grouping.gid[static_cast<size_t>(i)] >= 0) {
+      auto& in = g.nodes[static_cast<size_t>(i)].inputs;
+      std::swap(in[0], in[1]);
+    }
   // Renumber groups in order of appearance.
   std::map<int, int> renumber;
   std::vector<ir::Node> nodes;
