@@ -11,7 +11,7 @@ namespace dnnc::runtime::cpu {
 struct JitOptions {
   std::string cache_dir;  // empty: default_cache_dir()
   std::string compiler = "c++";
-  std::vector<std::string> flags = {"-O3", "-march=native", "-fno-math-errno", "-fopenmp", "-shared", "-fPIC"};
+  std::vector<std::string> flags = {"-O3", "-march=native", "-fno-math-errno", "-fno-trapping-math", "-fopenmp", "-shared", "-fPIC"};
   std::vector<std::string> libs = {"-lopenblas"};
 };
 
