@@ -1,5 +1,6 @@
-// conv2d and its backward ops: direct loops for small kernels and grouped convolutions,
-// otherwise im2col / col2im kernels around batched GEMM library calls.
+// conv2d and its backward-weight op: direct loops for small kernels and grouped convolutions,
+// otherwise im2col kernels around batched GEMM library calls (backward-input:
+// lower_conv_backward_input.cpp).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -93,8 +94,6 @@ int emit_padded_input(LowerCtx& ctx, const ConvGeom& g, int x, const std::string
   return xp;
 }
 
-namespace {
-
 // Direct loops for grouped convolutions and small kernels (K = C/groups·kh·kw up to
 // direct_conv_max_k), except a padded one with at least 16 output channels: padded direct loops
 // add each tap into the output plane in memory (two memory operations per multiply-add), and
@@ -105,6 +104,25 @@ bool use_direct(const LowerCtx& ctx, const ConvGeom& g) {
   if (g.k() > ctx.options.direct_conv_max_k) return false;
   return (g.p0 == 0 && g.p1 == 0) || g.o < 16;
 }
+
+// Images per chunk so that a chunk's im2col columns (K x P floats per image) fit in
+// LowerOptions::conv_columns_bytes, but at least conv_min_chunk_images; the whole batch where
+// the budget is 0 or already fits.
+int64_t images_per_chunk(const LowerCtx& ctx, const ConvGeom& g) {
+  const int64_t per_image = g.k() * g.p() * 4;
+  if (ctx.options.conv_columns_bytes <= 0 || g.b * per_image <= ctx.options.conv_columns_bytes) return g.b;
+  return std::min(g.b, std::max({int64_t{1}, ctx.options.conv_min_chunk_images,
+                                 ctx.options.conv_columns_bytes / per_image}));
+}
+
+GemmCall::Threads batch_threads(const LowerCtx& ctx, const GemmCall& c) {
+  int64_t flops = 2 * c.m * c.n * c.k * c.batch;
+  if (flops < ctx.options.gemm_parallel_flops) return GemmCall::Threads::single;
+  return c.batch > 1 && !c.accumulate_batches ? GemmCall::Threads::over_batch : GemmCall::Threads::split;
+}
+
+namespace {
+
 
 // Writes the im2col matrix of x. Per image (`across_batch` false): col[b][row][p]; across the
 // batch (`across_batch` true, one GEMM for all images): col[row][b*P + p]. row = (c*kh + ki)*kw + kj,
@@ -165,21 +183,6 @@ int emit_im2col(LowerCtx& ctx, const ir::Node& n, const ConvGeom& g, ir::ValueId
   return col;
 }
 
-// Images per chunk so that a chunk's im2col columns (K x P floats per image) fit in
-// LowerOptions::conv_columns_bytes, but at least conv_min_chunk_images; the whole batch where
-// the budget is 0 or already fits.
-int64_t images_per_chunk(const LowerCtx& ctx, const ConvGeom& g) {
-  const int64_t per_image = g.k() * g.p() * 4;
-  if (ctx.options.conv_columns_bytes <= 0 || g.b * per_image <= ctx.options.conv_columns_bytes) return g.b;
-  return std::min(g.b, std::max({int64_t{1}, ctx.options.conv_min_chunk_images,
-                                 ctx.options.conv_columns_bytes / per_image}));
-}
-
-GemmCall::Threads batch_threads(const LowerCtx& ctx, const GemmCall& c) {
-  int64_t flops = 2 * c.m * c.n * c.k * c.batch;
-  if (flops < ctx.options.gemm_parallel_flops) return GemmCall::Threads::single;
-  return c.batch > 1 && !c.accumulate_batches ? GemmCall::Threads::over_batch : GemmCall::Threads::split;
-}
 
 void lower_conv2d(LowerCtx& ctx, const ir::Node& n, const ir::Attrs& a) {
   Dims ys = ctx.shape(n.outputs[0]);
@@ -288,109 +291,6 @@ void lower_conv2d(LowerCtx& ctx, const ir::Node& n, const ir::Attrs& a) {
           },
           [&](Expr, Expr, Expr oh, Expr ow, Expr ih, Expr iw) {
             kb.accumulate(y, ybase + oh * i64c(g.wo) + ow, wv * kb.load(x, xbase + ih * i64c(g.w) + iw));
-          });
-    });
-  });
-  ctx.emit(std::move(d));
-}
-
-// Backward-input in chunks of images (images_per_chunk): per chunk, dcol_b = Wᵀ · dy_b for its
-// images, then col2im of the chunk into its images of dx, all chunks through one dcol buffer.
-void lower_conv2d_backward_input_chunked(LowerCtx& ctx, const ir::Node& n, const ConvGeom& g) {
-  const int64_t chunk = images_per_chunk(ctx, g);
-  const int dcol = ctx.scratch("dcol", chunk * g.k() * g.p());
-  const int dy = ctx.buffer(n.inputs[0]), dx = ctx.define(n.outputs[0]);
-  const int64_t x_image = g.c * g.h * g.w, y_image = g.o * g.p();
-  int kernel = -1;
-  int64_t kernel_images = 0;
-  for (int64_t b0 = 0; b0 < g.b; b0 += chunk) {
-    const int64_t nb = std::min(chunk, g.b - b0);
-    ConvGeom gc = g;
-    gc.b = nb;
-    const int dyc = ctx.view(dy, b0 * y_image, {nb, g.o, g.ho, g.wo});
-    const int dxc = ctx.view(dx, b0 * x_image, {nb, g.c, g.h, g.w});
-    ctx.comment = {ctx.node_text(n), fmt::format("  (images {}..{})", b0, b0 + nb - 1)};
-    GemmCall c;  // dcol_b [K, P] = Wᵀ [K, O] · dy_b [O, P]
-    c.a = ctx.buffer(n.inputs[1]);
-    c.trans_a = true;
-    c.b = dyc;
-    c.c = dcol;
-    c.m = g.k(), c.n = g.p(), c.k = g.o;
-    c.lda = g.k(), c.ldb = g.p(), c.ldc = g.p();
-    c.batch = nb, c.stride_a = 0, c.stride_b = g.o * g.p(), c.stride_c = g.k() * g.p();
-    c.threads = batch_threads(ctx, c);
-    ctx.emit_gemm(c);
-    if (nb == kernel_images) {
-      ctx.emit_again(kernel, {dcol, dxc});
-      continue;
-    }
-    KernelDraft d(ctx, ctx.kernel_name("col2im"));
-    int src = d.read(dcol);
-    int out = d.write(dxc);
-    KernelBuilder& kb = d.kb;
-    kb.loop("bc", nb * g.c, ctx.parallel(nb * x_image * g.kh * g.kw), [&](Expr bc) {
-      Expr xbase = kb.let("xbase", bc * i64c(g.h * g.w));
-      kb.loop("i", g.h * g.w, false, [&](Expr i) { kb.store(out, xbase + i, f32c(0)); });
-      Expr cbase = kb.let("cbase", bc * i64c(g.kh * g.kw * g.p()));
-      for_each_tap(kb, gc, nullptr, [&](Expr ki, Expr kj, Expr oh, Expr ow, Expr ih, Expr iw) {
-        Expr row = ki * i64c(g.kw) + kj;
-        kb.accumulate(out, xbase + ih * i64c(g.w) + iw, kb.load(src, cbase + row * i64c(g.p()) + oh * i64c(g.wo) + ow));
-      });
-    });
-    kernel = ctx.emit(std::move(d)), kernel_images = nb;
-  }
-}
-
-void lower_conv2d_backward_input(LowerCtx& ctx, const ir::Node& n, const ir::Attrs& a) {
-  Dims xs = ctx.shape(n.outputs[0]);
-  ConvGeom g = conv_geom(ctx, n, a, xs, ctx.shape(n.inputs[1]), ctx.shape(n.inputs[0]));
-  if (conv_nhwc(ctx, n, g, n.inputs[0], n.outputs[0])) return lower_conv2d_backward_input_nhwc(ctx, n, g);
-  if (!use_direct(ctx, g) && images_per_chunk(ctx, g) < g.b) return lower_conv2d_backward_input_chunked(ctx, n, g);
-  int dcol = -1;
-  if (!use_direct(ctx, g)) {
-    dcol = ctx.scratch("dcol", g.b * g.k() * g.p());
-    GemmCall c;  // dcol_b [K, P] = Wᵀ [K, O] · dy_b [O, P]
-    c.a = ctx.buffer(n.inputs[1]);
-    c.trans_a = true;
-    c.b = ctx.buffer(n.inputs[0]);
-    c.c = dcol;
-    c.m = g.k(), c.n = g.p(), c.k = g.o;
-    c.lda = g.k(), c.ldb = g.p(), c.ldc = g.p();
-    c.batch = g.b, c.stride_a = 0, c.stride_b = g.o * g.p(), c.stride_c = g.k() * g.p();
-    c.threads = batch_threads(ctx, c);
-    ctx.emit_gemm(c);
-  }
-  KernelDraft d(ctx, ctx.kernel_name(dcol >= 0 ? "col2im" : n.op));
-  int dy = dcol >= 0 ? d.read(dcol) : d.read(ctx.buffer(n.inputs[0]));
-  int w = dcol >= 0 ? -1 : d.read(ctx.buffer(n.inputs[1]));
-  int dx = d.write(ctx.define(n.outputs[0]));
-  KernelBuilder& kb = d.kb;
-  kb.loop("bc", g.b * g.c, ctx.parallel(product(xs) * g.kh * g.kw), [&](Expr bc) {
-    Expr xbase = kb.let("xbase", bc * i64c(g.h * g.w));
-    kb.loop("i", g.h * g.w, false, [&](Expr i) { kb.store(dx, xbase + i, f32c(0)); });
-    if (dcol >= 0) {  // scatter-add the columns of this channel back into the image
-      Expr cbase = kb.let("cbase", bc * i64c(g.kh * g.kw * g.p()));
-      for_each_tap(kb, g, nullptr, [&](Expr ki, Expr kj, Expr oh, Expr ow, Expr ih, Expr iw) {
-        Expr row = ki * i64c(g.kw) + kj;
-        kb.accumulate(dx, xbase + ih * i64c(g.w) + iw, kb.load(dy, cbase + row * i64c(g.p()) + oh * i64c(g.wo) + ow));
-      });
-      return;
-    }
-    Expr b = kb.let("b", bc / i64c(g.c));
-    Expr c = kb.let("c", bc % i64c(g.c));
-    Expr cw = g.groups == 1 ? c : kb.let("cw", c % i64c(g.cg));
-    Expr o0 = g.groups == 1 ? i64c(0) : kb.let("o0", c / i64c(g.cg) * i64c(g.og));
-    kb.loop("oi", g.og, false, [&](Expr oi) {
-      Expr o = o0 + oi;
-      Expr ybase = kb.let("ybase", (b * i64c(g.o) + o) * i64c(g.p()));
-      Expr wv;
-      for_each_tap(
-          kb, g,
-          [&](Expr ki, Expr kj) {
-            wv = kb.let("wv", kb.load(w, ((o * i64c(g.cg) + cw) * i64c(g.kh) + ki) * i64c(g.kw) + kj));
-          },
-          [&](Expr, Expr, Expr oh, Expr ow, Expr ih, Expr iw) {
-            kb.accumulate(dx, xbase + ih * i64c(g.w) + iw, wv * kb.load(dy, ybase + oh * i64c(g.wo) + ow));
           });
     });
   });

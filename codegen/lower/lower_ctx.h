@@ -160,6 +160,12 @@ size_t lower_gemm_epilogue(LowerCtx& ctx, const std::vector<const ir::Node*>& no
 /// number of nodes lowered (0: not such a pattern; nothing emitted).
 size_t lower_conv_pool_group(LowerCtx& ctx, const std::vector<const ir::Node*>& nodes, size_t i);
 
+/// A conv2d_backward_input_epilogue group (lower_conv_backward_input.cpp): if nodes[i] is an
+/// NCHW conv2d_backward_input whose col2im gathers (stride 1) and an elementwise chain on dx
+/// follows whose links are read only inside, runs the chain at col2im's stores. Returns the
+/// number of nodes lowered (0: nothing emitted).
+size_t lower_conv_backward_input_group(LowerCtx& ctx, const std::vector<const ir::Node*>& nodes, size_t i);
+
 /// A batchnorm2d_epilogue group as one kernel (lower_norm.cpp, LowerOptions::batchnorm_epilogues):
 /// if nodes[i] is a training batchnorm2d on NCHW f32 values followed by an elementwise chain on y
 /// and/or a maxpool2d of the chain's end, and only the chain's end and the pooled result are read

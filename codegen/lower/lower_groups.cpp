@@ -131,6 +131,9 @@ void lower_group(GroupLowering& gl, const std::string& kind, const std::vector<c
     // One kernel over planes (lower_conv_fused.cpp) where the conv is direct and the chain
     // qualifies; else the conv (im2col + GEMM) or pool backward, then the chain as a loop nest.
     used = lower_conv_pool_group(ctx, nodes, 0);
+  } else if (head == "conv2d_backward_input") {
+    // col2im with the chain at its stores where it gathers (stride 1); else role by role.
+    used = lower_conv_backward_input_group(ctx, nodes, 0);
   } else if (head == "batchnorm2d") {
     // Statistics, normalization, the chain and the pool in one channel loop (lower_norm.cpp);
     // else (NHWC, batchnorm_epilogues off) role by role.

@@ -23,6 +23,17 @@ std::pair<Expr, Expr> valid_range(Expr k, int64_t kmax, int64_t s, int64_t p, in
 void for_each_tap(KernelBuilder& kb, const ConvGeom& g, const std::function<void(Expr, Expr)>& per_tap,
                   const std::function<void(Expr, Expr, Expr, Expr, Expr, Expr)>& f);
 
+/// Whether conv g runs as direct loops (grouped, or a small kernel; lower_conv.cpp) rather than
+/// im2col / col2im around GEMMs.
+bool use_direct(const LowerCtx& ctx, const ConvGeom& g);
+/// Images per chunk of the im2col / col2im lowerings: the chunk's columns fit in
+/// LowerOptions::conv_columns_bytes (the whole batch if they all do).
+int64_t images_per_chunk(const LowerCtx& ctx, const ConvGeom& g);
+/// How a batched GEMM of a convolution spreads over the threads.
+GemmCall::Threads batch_threads(const LowerCtx& ctx, const GemmCall& c);
+/// conv2d_backward_input on its own (lower_conv_backward_input.cpp).
+void lower_conv2d_backward_input(LowerCtx& ctx, const ir::Node& n, const ir::Attrs& a);
+
 /// Whether a convolution's activations `a` and `b` (x and y, dy and dx, dy and x) are {nhwc}
 /// (lower_conv_nhwc.cpp); fails if only one is, or if the convolution is grouped.
 bool conv_nhwc(const LowerCtx& ctx, const ir::Node& n, const ConvGeom& g, ir::ValueId a, ir::ValueId b);
