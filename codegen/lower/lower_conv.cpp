@@ -62,6 +62,17 @@ void for_each_tap(KernelBuilder& kb, const ConvGeom& g, const std::function<void
   });
 }
 
+void for_each_weighted_tap(KernelBuilder& kb, const ConvGeom& g, int w, Expr o, Expr cw,
+                           const std::function<void(Expr, Expr, Expr, Expr, Expr)>& f) {
+  Expr wv;
+  for_each_tap(
+      kb, g,
+      [&](Expr ki, Expr kj) {
+        wv = kb.let("wv", kb.load(w, ((o * i64c(g.cg) + cw) * i64c(g.kh) + ki) * i64c(g.kw) + kj));
+      },
+      [&](Expr, Expr, Expr oh, Expr ow, Expr ih, Expr iw) { f(oh, ow, ih, iw, wv); });
+}
+
 int emit_padded_input(LowerCtx& ctx, const ConvGeom& g, int x, const std::string& x_name, ConvGeom* unpadded) {
   const int64_t hp = g.h + 2 * g.p0, wp = g.w + 2 * g.p1;
   const int xp = ctx.scratch("xpad", g.b * g.c * hp * wp);
@@ -283,15 +294,9 @@ void lower_conv2d(LowerCtx& ctx, const ir::Node& n, const ir::Attrs& a) {
     Expr c0 = g.groups == 1 ? i64c(0) : kb.let("c0", o / i64c(g.og) * i64c(g.cg));
     kb.loop("cw", g.cg, false, [&](Expr cw) {
       Expr xbase = kb.let("xbase", (b * i64c(g.c) + c0 + cw) * i64c(g.h * g.w));
-      Expr wv;
-      for_each_tap(
-          kb, g,
-          [&](Expr ki, Expr kj) {
-            wv = kb.let("wv", kb.load(w, ((o * i64c(g.cg) + cw) * i64c(g.kh) + ki) * i64c(g.kw) + kj));
-          },
-          [&](Expr, Expr, Expr oh, Expr ow, Expr ih, Expr iw) {
-            kb.accumulate(y, ybase + oh * i64c(g.wo) + ow, wv * kb.load(x, xbase + ih * i64c(g.w) + iw));
-          });
+      for_each_weighted_tap(kb, g, w, o, cw, [&](Expr oh, Expr ow, Expr ih, Expr iw, Expr wv) {
+        kb.accumulate(y, ybase + oh * i64c(g.wo) + ow, wv * kb.load(x, xbase + ih * i64c(g.w) + iw));
+      });
     });
   });
   ctx.emit(std::move(d));

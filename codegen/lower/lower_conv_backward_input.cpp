@@ -196,15 +196,9 @@ void lower_backward_input_direct(LowerCtx& ctx, const ir::Node& n, const ConvGeo
     kb.loop("oi", g.og, false, [&](Expr oi) {
       Expr o = o0 + oi;
       Expr ybase = kb.let("ybase", (b * i64c(g.o) + o) * i64c(g.p()));
-      Expr wv;
-      for_each_tap(
-          kb, g,
-          [&](Expr ki, Expr kj) {
-            wv = kb.let("wv", kb.load(w, ((o * i64c(g.cg) + cw) * i64c(g.kh) + ki) * i64c(g.kw) + kj));
-          },
-          [&](Expr, Expr, Expr oh, Expr ow, Expr ih, Expr iw) {
-            kb.accumulate(dx, xbase + ih * i64c(g.w) + iw, wv * kb.load(dy, ybase + oh * i64c(g.wo) + ow));
-          });
+      for_each_weighted_tap(kb, g, w, o, cw, [&](Expr oh, Expr ow, Expr ih, Expr iw, Expr wv) {
+        kb.accumulate(dx, xbase + ih * i64c(g.w) + iw, wv * kb.load(dy, ybase + oh * i64c(g.wo) + ow));
+      });
     });
   });
   ctx.emit(std::move(d));

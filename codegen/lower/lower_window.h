@@ -23,6 +23,11 @@ std::pair<Expr, Expr> valid_range(Expr k, int64_t kmax, int64_t s, int64_t p, in
 void for_each_tap(KernelBuilder& kb, const ConvGeom& g, const std::function<void(Expr, Expr)>& per_tap,
                   const std::function<void(Expr, Expr, Expr, Expr, Expr, Expr)>& f);
 
+/// for_each_tap with the weight of each tap of (out channel o, in-channel-of-group cw) in a local
+/// read once per tap: f(oh, ow, ih, iw, weight) for each cell the tap reaches.
+void for_each_weighted_tap(KernelBuilder& kb, const ConvGeom& g, int w, Expr o, Expr cw,
+                           const std::function<void(Expr, Expr, Expr, Expr, Expr)>& f);
+
 /// Whether conv g runs as direct loops (grouped, or a small kernel; lower_conv.cpp) rather than
 /// im2col / col2im around GEMMs.
 bool use_direct(const LowerCtx& ctx, const ConvGeom& g);
