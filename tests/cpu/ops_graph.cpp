@@ -164,7 +164,11 @@ void gemm(Builder& b) {
                              // A·Bᵀ with a small C and a long k: the dot-product kernel, with partial
                              // 4-row and 6-column tiles and a k tail (k % 16 = 12), and (last) k in
                              // three blocks of 700.
-                             {{13, 300}, {29, 300}, false, true}, {{7, 2100}, {11, 2100}, false, true}};
+                             {{13, 300}, {29, 300}, false, true}, {{7, 2100}, {11, 2100}, false, true},
+                             // Aᵀ·B with a short k and a large C: the own sgemm with AVX2 only, with
+                             // partial 6-row and 16-column tiles and two row blocks (m = 100 > 96),
+                             // and (last) several column blocks (n = 1600 > 1536).
+                             {{40, 100}, {40, 200}, true, false}, {{9, 97}, {9, 1600}, true, false}};
   int i = 0;
   for (const Case& c : cases) {
     std::string p = "mm" + std::to_string(i++);

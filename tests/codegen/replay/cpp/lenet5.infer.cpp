@@ -79,14 +79,23 @@ static inline float dnnc_erff(float a) {
 // gains nothing measurable (the work is in the micro-kernel, whose loops have runtime bounds).
 #define DNNC_NOCLONE __attribute__((noclone))
 #if defined(__AVX512F__) && !defined(DNNC_GEMM_OPENBLAS)
-// dnnc's own single-threaded sgemm for machines with AVX-512 (OpenBLAS may be pinned to its
-// AVX2 kernels, e.g. OPENBLAS_CORETYPE=Haswell, at half the machine's peak): op(B) packed in
-// panels of 48 columns, op(A) in panels of 8 rows (zero-padded), an 8 x 48 register tile of
-// 24 zmm accumulators over K blocks of at most 256.
-#define DNNC_OWN_GEMM 1
-typedef float dnnc_v16 __attribute__((vector_size(64)));
-typedef float dnnc_v16u __attribute__((vector_size(64), aligned(4)));
-enum { dnnc_mr = 8, dnnc_nr = 48, dnnc_kc = 256, dnnc_mc = 96, dnnc_nc = 1536 };
+// dnnc's own single-threaded sgemm (OpenBLAS may be pinned to its AVX2 kernels, e.g.
+// OPENBLAS_CORETYPE=Haswell, at half an AVX-512 machine's peak): op(B) packed in panels of
+// dnnc_nr columns, op(A) in panels of dnnc_mr rows (zero-padded), a dnnc_mr x dnnc_nr register
+// tile over K blocks of at most 256. AVX-512: an 8 x 48 tile of 24 zmm accumulators.
+#define DNNC_OWN_GEMM 512
+typedef float dnnc_vec __attribute__((vector_size(64)));
+typedef float dnnc_vecu __attribute__((vector_size(64), aligned(4)));
+enum { dnnc_vl = 16, dnnc_mr = 8, dnnc_nr = 48, dnnc_kc = 256, dnnc_mc = 96, dnnc_nc = 1536 };
+#elif defined(__AVX2__) && defined(__FMA__) && !defined(DNNC_GEMM_OPENBLAS)
+// AVX2 + FMA: a 6 x 16 tile of 12 ymm accumulators (the 16 registers hold them, two B vectors
+// and a broadcast), used for the products OpenBLAS runs slower (dnnc_sgemm).
+#define DNNC_OWN_GEMM 256
+typedef float dnnc_vec __attribute__((vector_size(32)));
+typedef float dnnc_vecu __attribute__((vector_size(32), aligned(4)));
+enum { dnnc_vl = 8, dnnc_mr = 6, dnnc_nr = 16, dnnc_kc = 256, dnnc_mc = 96, dnnc_nc = 1536 };
+#endif
+#ifdef DNNC_OWN_GEMM
 
 // Rows [i0, i0 + mc) x k [p0, p0 + kc) of op(A) as dnnc_mr-row panels ap[panel][p][dnnc_mr].
 DNNC_NOCLONE static void dnnc_pack_a(bool ta, const float* a, i64 lda, i64 i0, i64 mc, i64 p0, i64 kc, float* ap) {
@@ -140,19 +149,19 @@ DNNC_NOCLONE static void dnnc_pack_b(bool tb, const float* b, i64 ldb, i64 p0, i
   }
 }
 
-// C tile (rows x cols, at most dnnc_mr x 16W) = alpha ap-panel · bp-panel + beta C over kc.
+// C tile (rows x cols, at most dnnc_mr x dnnc_vl W) = alpha ap-panel · bp-panel + beta C over kc.
 template <int W>
 static inline void dnnc_tile(i64 kc, const float* __restrict__ ap, const float* __restrict__ bp, float* __restrict__ c,
                              i64 ldc, int rows, int cols, float alpha, float beta) {
-  dnnc_v16 acc[dnnc_mr][W];
+  dnnc_vec acc[dnnc_mr][W];
 #pragma GCC unroll 8
   for (int i = 0; i < dnnc_mr; ++i)
 #pragma GCC unroll 3
-    for (int j = 0; j < W; ++j) acc[i][j] = (dnnc_v16){};
+    for (int j = 0; j < W; ++j) acc[i][j] = (dnnc_vec){};
   for (i64 p = 0; p < kc; ++p) {
-    dnnc_v16 bv[W];
+    dnnc_vec bv[W];
 #pragma GCC unroll 3
-    for (int j = 0; j < W; ++j) bv[j] = *(const dnnc_v16*)(bp + p * dnnc_nr + j * 16);
+    for (int j = 0; j < W; ++j) bv[j] = *(const dnnc_vec*)(bp + p * dnnc_nr + j * dnnc_vl);
 #pragma GCC unroll 8
     for (int i = 0; i < dnnc_mr; ++i) {
       const float av = ap[p * dnnc_mr + i];
@@ -160,20 +169,20 @@ static inline void dnnc_tile(i64 kc, const float* __restrict__ ap, const float* 
       for (int j = 0; j < W; ++j) acc[i][j] += av * bv[j];
     }
   }
-  if (rows == dnnc_mr && cols == W * 16) {
+  if (rows == dnnc_mr && cols == W * dnnc_vl) {
 #pragma GCC unroll 8
     for (int i = 0; i < dnnc_mr; ++i)
 #pragma GCC unroll 3
       for (int j = 0; j < W; ++j) {
-        dnnc_v16u* cp = (dnnc_v16u*)(c + i * ldc + j * 16);
+        dnnc_vecu* cp = (dnnc_vecu*)(c + i * ldc + j * dnnc_vl);
         *cp = beta == 0.0f ? alpha * acc[i][j] : alpha * acc[i][j] + beta * *cp;
       }
     return;
   }
   for (int i = 0; i < rows; ++i) {
-    float t[W * 16];
+    float t[W * dnnc_vl];
 #pragma GCC unroll 3
-    for (int j = 0; j < W; ++j) *(dnnc_v16u*)(t + j * 16) = alpha * acc[i][j];
+    for (int j = 0; j < W; ++j) *(dnnc_vecu*)(t + j * dnnc_vl) = alpha * acc[i][j];
     float* row = c + i * ldc;
     for (int j = 0; j < cols; ++j) row[j] = beta == 0.0f ? t[j] : t[j] + beta * row[j];
   }
@@ -203,8 +212,8 @@ DNNC_NOCLONE static void dnnc_own_sgemm(bool ta, bool tb, i64 m, i64 n, i64 k, f
             const int rows = mc - ir < dnnc_mr ? (int)(mc - ir) : dnnc_mr;
             float* ct = c + (i0 + ir) * ldc + j0 + jr;
             const float *at = ap + ir * kc, *bt = bp + jr * kc;
-            if (cols > 32) dnnc_tile<3>(kc, at, bt, ct, ldc, rows, cols, alpha, be);
-            else if (cols > 16) dnnc_tile<2>(kc, at, bt, ct, ldc, rows, cols, alpha, be);
+            if (cols > 2 * dnnc_vl) dnnc_tile<dnnc_nr / dnnc_vl>(kc, at, bt, ct, ldc, rows, cols, alpha, be);
+            else if (cols > dnnc_vl) dnnc_tile<2>(kc, at, bt, ct, ldc, rows, cols, alpha, be);
             else dnnc_tile<1>(kc, at, bt, ct, ldc, rows, cols, alpha, be);
           }
         }
@@ -214,48 +223,61 @@ DNNC_NOCLONE static void dnnc_own_sgemm(bool ta, bool tb, i64 m, i64 n, i64 k, f
   __builtin_free(raw);
 }
 
+#endif
+
+#ifdef DNNC_OWN_GEMM
 typedef float dnnc_v8 __attribute__((vector_size(32)));
 typedef float dnnc_v4 __attribute__((vector_size(16)));
-typedef int dnnc_i16 __attribute__((vector_size(64)));
-static inline float dnnc_hsum(dnnc_v16 v) {
-  dnnc_v8 a = __builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7) + __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15);
+typedef int dnnc_ivec __attribute__((vector_size(dnnc_vl * 4)));
+#if DNNC_OWN_GEMM == 512
+static const dnnc_ivec dnnc_lanes = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+enum { dnnc_dot_r = 4, dnnc_dot_cn = 6 };  // 24 of the 32 zmm registers accumulate
+static inline dnnc_v8 dnnc_halves(dnnc_vec v) {
+  return __builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7) + __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15);
+}
+#else
+static const dnnc_ivec dnnc_lanes = {0, 1, 2, 3, 4, 5, 6, 7};
+enum { dnnc_dot_r = 2, dnnc_dot_cn = 6 };  // 12 of the 16 ymm registers accumulate
+static inline dnnc_v8 dnnc_halves(dnnc_vec v) { return v; }
+#endif
+static inline float dnnc_hsum(dnnc_vec v) {
+  const dnnc_v8 a = dnnc_halves(v);
   dnnc_v4 b = __builtin_shufflevector(a, a, 0, 1, 2, 3) + __builtin_shufflevector(a, a, 4, 5, 6, 7);
   dnnc_v4 c = b + __builtin_shufflevector(b, b, 2, 3, 0, 1);
   c += __builtin_shufflevector(c, c, 1, 0, 3, 2);
   return c[0];
 }
-// The R x CN dot products of rows ar[i] and br[j] over [0, k), k >= 16; the last k % 16 as the 16
-// elements ending at k with the lanes already summed masked off.
+// The R x CN dot products of rows ar[i] and br[j] over [0, k), k >= dnnc_vl; the last k % dnnc_vl
+// as the dnnc_vl elements ending at k with the lanes already summed masked off.
 template <int R, int CN>
 static inline void dnnc_dot_tile(i64 k, const float* const* ar, const float* const* br, float* out) {
-  dnnc_v16 acc[R][CN];
+  dnnc_vec acc[R][CN];
 #pragma GCC unroll 4
   for (int i = 0; i < R; ++i)
 #pragma GCC unroll 6
-    for (int j = 0; j < CN; ++j) acc[i][j] = (dnnc_v16){};
+    for (int j = 0; j < CN; ++j) acc[i][j] = (dnnc_vec){};
   i64 p = 0;
-  for (; p + 16 <= k; p += 16) {
-    dnnc_v16 av[R];
+  for (; p + dnnc_vl <= k; p += dnnc_vl) {
+    dnnc_vec av[R];
 #pragma GCC unroll 4
-    for (int i = 0; i < R; ++i) av[i] = *(const dnnc_v16u*)(ar[i] + p);
+    for (int i = 0; i < R; ++i) av[i] = *(const dnnc_vecu*)(ar[i] + p);
 #pragma GCC unroll 6
     for (int j = 0; j < CN; ++j) {
-      const dnnc_v16 bv = *(const dnnc_v16u*)(br[j] + p);
+      const dnnc_vec bv = *(const dnnc_vecu*)(br[j] + p);
 #pragma GCC unroll 4
       for (int i = 0; i < R; ++i) acc[i][j] += av[i] * bv;
     }
   }
-  if (p < k) {  // the last k % 16: the 16 elements ending at k, those before p masked off (k >= 16)
-    const int skip = (int)(16 - (k - p));
-    const dnnc_i16 lane = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
-    const dnnc_i16 keep = lane >= skip;
-    const i64 q = k - 16;
-    dnnc_v16 av[R];
+  if (p < k) {  // the last k % dnnc_vl: the dnnc_vl elements ending at k, those before p masked off
+    const int skip = (int)(dnnc_vl - (k - p));
+    const dnnc_ivec keep = dnnc_lanes >= skip;
+    const i64 q = k - dnnc_vl;
+    dnnc_vec av[R];
 #pragma GCC unroll 4
-    for (int i = 0; i < R; ++i) av[i] = keep ? *(const dnnc_v16u*)(ar[i] + q) : (dnnc_v16){};
+    for (int i = 0; i < R; ++i) av[i] = keep ? *(const dnnc_vecu*)(ar[i] + q) : (dnnc_vec){};
 #pragma GCC unroll 6
     for (int j = 0; j < CN; ++j) {
-      const dnnc_v16 bv = *(const dnnc_v16u*)(br[j] + q);
+      const dnnc_vec bv = *(const dnnc_vecu*)(br[j] + q);
 #pragma GCC unroll 4
       for (int i = 0; i < R; ++i) acc[i][j] += av[i] * bv;
     }
@@ -267,12 +289,12 @@ static inline void dnnc_dot_tile(i64 k, const float* const* ar, const float* con
 }
 
 // C[m,n] = alpha A·Bᵀ + beta C for A m x k and B n x k row-major (k >= 16), without packing:
-// dot products along k in 16 lanes, a 4 x 6 tile of them at a time (24 accumulators), k in
-// blocks of at most 1024 (the tile's 6 rows of B stay in L1). For the weight gradients of
+// dot products along k in dnnc_vl lanes, a dnnc_dot_r x dnnc_dot_cn tile of them at a time, k in
+// blocks of at most 1024 (the tile's rows of B stay in L1). For the weight gradients of
 // convolutions and linears (small C, long k), where packing op(B)ᵀ costs more than the product.
 DNNC_NOCLONE static void dnnc_sgemm_dot(i64 m, i64 n, i64 k, float alpha, const float* a, i64 lda, const float* b, i64 ldb,
                            float beta, float* c, i64 ldc) {
-  enum { R = 4, CN = 6, KB = 1024 };
+  enum { R = dnnc_dot_r, CN = dnnc_dot_cn, KB = 1024 };
   const i64 kblocks = (k + KB - 1) / KB, kb_max = (k + kblocks - 1) / kblocks;
   for (i64 p0 = 0; p0 < k; p0 += kb_max) {
     const i64 kb = k - p0 < kb_max ? k - p0 : kb_max;
@@ -296,20 +318,36 @@ DNNC_NOCLONE static void dnnc_sgemm_dot(i64 m, i64 n, i64 k, float alpha, const 
 }
 #endif
 
-// C[m,n] = alpha op(A) op(B) + beta C (row-major); rows or columns of one go to sgemv; with
-// DNNC_OWN_GEMM, A·Bᵀ with a long k and a small C goes to dnnc_sgemm_dot (measured on Zen 5:
+// C[m,n] = alpha op(A) op(B) + beta C (row-major); rows or columns of one go to sgemv. With
+// AVX2 only, op(A) = Aᵀ with a short k (8..64) and a large C (the column GEMMs of a
+// convolution's input gradient, Wᵀ·dy) goes to dnnc_own_sgemm, which runs them 1.1-1.45x
+// faster than OpenBLAS's Zen kernels in a one-thread microbenchmark (288x1024x32 47 -> 54-68
+// GFLOP/s, 144x784x16 36-40 -> 45-55, 288x196x32 47-49 -> 69-70, 576x256x64 72 -> 78-82);
+// OpenBLAS stays faster on the others (16x784x144, 32x288x196, 1000x64x64). A·Bᵀ with a long
+// k and at most 32 columns (the first convolution's weight gradient) goes to dnnc_sgemm_dot
+// (6x25x784 14-20 -> 35-45 GFLOP/s, 16x9x784 18-25 -> 38-43, 32x27x1024 29-35 -> 40). With AVX-512,
+// A·Bᵀ with a long k and a small C goes to dnnc_sgemm_dot (measured on Zen 5:
 // 6x25x784 29 -> 96 GFLOP/s, 16x144x784 92 -> 111, 32x288x1024 99 -> 112; 128x256x512 and
 // 32x288x196 stay packed), all but tiny other products to dnnc_own_sgemm.
 DNNC_NOCLONE static void dnnc_sgemm(bool ta, bool tb, i64 m, i64 n, i64 k, float alpha, const float* a, i64 lda, const float* b,
                        i64 ldb, float beta, float* c, i64 ldc) {
   const int row_major = 101, no_trans = 111, trans = 112;
   if (m <= 0 || n <= 0) return;
-#ifdef DNNC_OWN_GEMM
+#if DNNC_OWN_GEMM == 512
   if (!ta && tb && k >= 128 && (m <= 16 || (k >= 512 && m * n <= 16384))) {
     dnnc_sgemm_dot(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     return;
   }
   if (m >= 4 && n >= 16 && k >= 8 && m * n * k >= 32768) {
+    dnnc_own_sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    return;
+  }
+#elif DNNC_OWN_GEMM == 256
+  if (!ta && tb && k >= 256 && n <= 32 && m <= 64) {
+    dnnc_sgemm_dot(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    return;
+  }
+  if (ta && !tb && k >= 8 && k <= 64 && m >= 96 && n >= 192) {
     dnnc_own_sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     return;
   }
