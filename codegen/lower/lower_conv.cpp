@@ -161,22 +161,12 @@ int emit_im2col_kernel(LowerCtx& ctx, const ConvGeom& g, int x_buffer, int col, 
       return;
     }
     // Padded: every element of a tap's row written once, the padding's zeros and the copied
-    // pixels in contiguous runs (zero-filling the rows first wrote most of them twice). Up to
-    // kMaxUnrolledTaps taps are unrolled here, so each tap's bounds are constants: the copy
-    // loops get fixed trip counts and the empty zero runs disappear (resnet_mnist's 16-channel
-    // 28x28 columns: 16 -> 30 GB/s).
-    constexpr int64_t kMaxUnrolledTaps = 49;
+    // pixels in contiguous runs (zero-filling the rows first wrote most of them twice).
     auto zeros = [&](Expr at, Expr begin, Expr end) {
-      int64_t b0 = 0, e0 = 0;
-      if (is_int_const(begin, &b0) && is_int_const(end, &e0) && b0 >= e0) return;
       kb.loop("z", begin, end, false, [&](Expr i) { kb.store(cp, at + i, f32c(0)); });
     };
-    auto tap_loop = [&](const char* name, int64_t extent, const std::function<void(Expr)>& body) {
-      if (taps > kMaxUnrolledTaps) return kb.loop(name, extent, false, body);
-      for (int64_t t = 0; t < extent; ++t) body(i64c(t));
-    };
-    tap_loop("ki", g.kh, [&](Expr ki) {
-      tap_loop("kj", g.kw, [&](Expr kj) {
+    kb.loop("ki", g.kh, false, [&](Expr ki) {
+      kb.loop("kj", g.kw, false, [&](Expr kj) {
         auto [oh0, oh1] = valid_range(ki, g.kh, g.s0, g.p0, g.d0, g.h, g.ho);
         auto [ow0, ow1] = valid_range(kj, g.kw, g.s1, g.p1, g.d1, g.w, g.wo);
         Expr rbase = kb.let("rbase", cbase + (ki * i64c(g.kw) + kj) * i64c(row_stride));
