@@ -223,9 +223,6 @@ DNNC_NOCLONE static void dnnc_own_sgemm(bool ta, bool tb, i64 m, i64 n, i64 k, f
   __builtin_free(raw);
 }
 
-#endif
-
-#ifdef DNNC_OWN_GEMM
 typedef float dnnc_v8 __attribute__((vector_size(32)));
 typedef float dnnc_v4 __attribute__((vector_size(16)));
 typedef int dnnc_ivec __attribute__((vector_size(dnnc_vl * 4)));
@@ -288,7 +285,7 @@ static inline void dnnc_dot_tile(i64 k, const float* const* ar, const float* con
     for (int j = 0; j < CN; ++j) out[i * CN + j] = dnnc_hsum(acc[i][j]);
 }
 
-// C[m,n] = alpha A·Bᵀ + beta C for A m x k and B n x k row-major (k >= 16), without packing:
+// C[m,n] = alpha A·Bᵀ + beta C for A m x k and B n x k row-major (k >= dnnc_vl), without packing:
 // dot products along k in dnnc_vl lanes, a dnnc_dot_r x dnnc_dot_cn tile of them at a time, k in
 // blocks of at most 1024 (the tile's rows of B stay in L1). For the weight gradients of
 // convolutions and linears (small C, long k), where packing op(B)ᵀ costs more than the product.
