@@ -441,7 +441,7 @@ std::string gemm_epilogue_function(const Program& p, const Step& s, const std::s
   out += fmt::format("// {}, then {} on each thread's rows{}\n", epilogue_gemm_product(g), k.name,
                      sums ? ", then the column sums of C" : "");
   std::vector<std::string> call_args;
-  out += fmt::format("DNNC_STEP static void {}({}) {{\n", name, param_list(epilogue_gemm_params(p, s, call_args), ""));
+  out += fmt::format("DNNC_STEP void {}({}) {{\n", name, param_list(epilogue_gemm_params(p, s, call_args), ""));
   auto scaling = epilogue_gemm_scaling(g, out);
   bool split = g.threads == GemmCall::Threads::split;
   out += fmt::format("  const int t = {};\n", split ? "dnnc_threads" : "1");
@@ -510,7 +510,7 @@ std::string gemm_group_function(const Program& p, size_t first, size_t last, con
   }
   out += fmt::format("\n// {} at once: their rows, weighted by n·k, split evenly over the threads\n",
                      fmt::join(names, ", "));
-  out += fmt::format("DNNC_STEP static void {}({}) {{\n  const int t = dnnc_threads;\n", name, params);
+  out += fmt::format("DNNC_STEP void {}({}) {{\n  const int t = dnnc_threads;\n", name, params);
   out += "#pragma omp parallel for num_threads(t) schedule(static)\n  for (int i = 0; i < t; ++i) {\n";
   out += fmt::format("    const i64 lo = {0} * i / t, hi = {0} * (i + 1) / t;\n    i64 r0, r1;\n", total);
   out += body + "  }\n}\n";
@@ -530,7 +530,7 @@ std::string gemm_function(const Program& p, const Step& s, const std::string& na
   out += "// " + prod + "\n";
   bool bias = g.bias_kind != GemmCall::Bias::none;
   out += fmt::format(
-      "DNNC_STEP static void {}(const float* __restrict__ a, const float* __restrict__ b, {}float* __restrict__ c) {{\n", name,
+      "DNNC_STEP void {}(const float* __restrict__ a, const float* __restrict__ b, {}float* __restrict__ c) {{\n", name,
       bias ? "const float* __restrict__ bias, " : "");
   float beta = g.beta;
   if (bias) {

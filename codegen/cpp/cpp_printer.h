@@ -21,7 +21,7 @@ std::string cpp_double_literal(double v);
 /// One expression of kernel `k` as C++ (fully parenthesised).
 std::string print_expr_cpp(const Expr& e, const Kernel& k);
 
-/// One kernel as `static int <name>(<params>)`: returns 0, or the code of the first failed
+/// One kernel as `DNNC_STEP int <name>(<params>)`: returns 0, or the code of the first failed
 /// check. `comment` lines are printed above it.
 std::string print_kernel_cpp(const Kernel& k, const std::vector<std::string>& comment);
 
@@ -33,6 +33,10 @@ std::string print_kernel_cpp(const Kernel& k, const std::vector<std::string>& co
 ///                                             // program_errors(p)
 /// The runtime appends `extern "C" const char dnnc_key[]` (its cache key) before compiling.
 /// Deterministic: the same program always prints the same bytes.
+/// A unit of more than about 64 kB is split into parts: its second line is `#define DNNC_PARTS n`,
+/// each step function sits in `#if DNNC_PART < 0 || DNNC_PART == i` (declared in part 0 when in
+/// another), dnnc_run in part 0. The JIT compiles part i with -DDNNC_PART=i, all parts side by side,
+/// and links them into one library; compiled without -DDNNC_PART the file is the whole unit.
 std::string print_program_cpp(const Program& p);
 
 /// The prelude every generated translation unit starts with: typedefs, the CBLAS declarations,

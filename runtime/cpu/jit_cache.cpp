@@ -85,9 +85,9 @@ void write_atomic(const std::string& path, const std::string& data, const std::s
   }
 }
 
-// Runs argv (no shell), stdout and stderr into `log_path`; returns the exit status, or throws
-// if the program cannot be started.
-int run_logged(const std::vector<std::string>& argv, const std::string& log_path) {
+// Starts argv (no shell), stdout and stderr into `log_path`; returns its pid, or throws if the
+// program cannot be started.
+pid_t spawn_logged(const std::vector<std::string>& argv, const std::string& log_path) {
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_addopen(&fa, 1, log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -100,12 +100,27 @@ int run_logged(const std::vector<std::string>& argv, const std::string& log_path
   posix_spawn_file_actions_destroy(&fa);
   if (rc != 0)
     throw std::runtime_error(fmt::format("cpu backend: cannot run the compiler '{}': {}", argv[0], std::strerror(rc)));
+  return pid;
+}
+
+// Waits for `pid`; returns its exit status (128 + the signal if a signal ended it).
+int wait_exit(pid_t pid) {
   int status = 0;
   while (waitpid(pid, &status, 0) < 0) {
     if (errno != EINTR) throw std::runtime_error(fmt::format("cpu backend: waitpid failed: {}", std::strerror(errno)));
   }
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
+int run_logged(const std::vector<std::string>& argv, const std::string& log_path) {
+  return wait_exit(spawn_logged(argv, log_path));
+}
+
+std::string command_line(const std::vector<std::string>& argv) {
+  std::string cmd;
+  for (const auto& a : argv) cmd += (cmd.empty() ? "" : " ") + a;
+  return cmd;
 }
 
 // The "model name" and "flags" lines of /proc/cpuinfo (what -march=native depends on).
@@ -126,7 +141,9 @@ std::string meta_for(const std::string& so_bytes) {
 std::string key_symbol_line(const std::string& key) {
   return fmt::format(
       "\n// The cache key this library was built under (checked after loading).\n"
-      "extern \"C\" const char dnnc_key[] = \"{}\";\n",
+      "#if !defined(DNNC_PART) || DNNC_PART <= 0\n"
+      "extern \"C\" const char dnnc_key[] = \"{}\";\n"
+      "#endif\n",
       key);
 }
 
@@ -170,6 +187,14 @@ bool JitCache::entry_valid(const std::string& key) const {
   return ok_so && ok_meta && meta == meta_for(so);
 }
 
+int unit_parts(const std::string& source) {
+  static const std::string marker = "\n#define DNNC_PARTS ";
+  size_t at = source.find(marker);
+  if (at == std::string::npos) return 1;
+  int n = std::atoi(source.c_str() + at + marker.size());
+  return n >= 1 && n <= 64 ? n : 1;
+}
+
 void JitCache::compile(const std::string& source, const std::string& key, const std::string& label) {
   fs::path dir(dir_);
   std::random_device rd;
@@ -177,26 +202,66 @@ void JitCache::compile(const std::string& source, const std::string& key, const 
   std::string cpp = (dir / (key + ".cpp")).string();
   std::string so = (dir / (key + ".so")).string();
   std::string meta = (dir / (key + ".meta")).string();
-  std::string log = (dir / (key + ".log")).string() + suffix;
   write_atomic(cpp, source, suffix);
   std::string so_tmp = so + suffix;
-  std::vector<std::string> argv{opt_.compiler};
-  argv.insert(argv.end(), opt_.flags.begin(), opt_.flags.end());
-  argv.insert(argv.end(), {"-o", so_tmp, cpp});
-  argv.insert(argv.end(), opt_.libs.begin(), opt_.libs.end());
-  ++compiles_;
-  int rc = run_logged(argv, log);
-  std::string output = read_file(log);
   std::error_code ec;
-  fs::remove(log, ec);
-  if (rc != 0) {
-    fs::remove(so_tmp, ec);
-    std::string cmd;
-    for (const auto& a : argv) cmd += (cmd.empty() ? "" : " ") + a;
-    throw std::runtime_error(
-        fmt::format("cpu backend: compiling {} failed (exit {})\ncommand: {}\n{}\ngenerated source: {}", label, rc, cmd,
-                    output, cpp));
+  // One compiler run per part, all at once, then (for several parts) one link.
+  int parts = unit_parts(source);
+  std::vector<std::string> objects, logs;
+  std::vector<std::vector<std::string>> commands;
+  for (int i = 0; i < parts; ++i) {
+    std::vector<std::string> argv{opt_.compiler};
+    argv.insert(argv.end(), opt_.flags.begin(), opt_.flags.end());
+    if (parts == 1) {
+      argv.insert(argv.end(), {"-o", so_tmp, cpp});
+      argv.insert(argv.end(), opt_.libs.begin(), opt_.libs.end());
+    } else {
+      objects.push_back((dir / fmt::format("{}.part{}.o{}", key, i, suffix)).string());
+      argv.insert(argv.end(), {fmt::format("-DDNNC_PART={}", i), "-c", "-o", objects.back(), cpp});
+    }
+    commands.push_back(std::move(argv));
+    logs.push_back((dir / fmt::format("{}.log{}.{}", key, suffix, i)).string());
   }
+  auto cleanup = [&] {
+    for (const auto& o : objects) fs::remove(o, ec);
+    for (const auto& l : logs) fs::remove(l, ec);
+  };
+  auto failure = [&](size_t i, int rc) {
+    std::string output = read_file(logs[i]);
+    fs::remove(so_tmp, ec);
+    cleanup();
+    std::string what = parts == 1 ? label : i < static_cast<size_t>(parts) ? fmt::format("{} (part {} of {})", label, i, parts)
+                                                                          : fmt::format("{} (linking its {} parts)", label, parts);
+    return std::runtime_error(fmt::format("cpu backend: compiling {} failed (exit {})\ncommand: {}\n{}\ngenerated source: {}",
+                                          what, rc, command_line(commands[i]), output, cpp));
+  };
+  ++compiles_;
+  std::vector<pid_t> pids;
+  try {
+    for (size_t i = 0; i < commands.size(); ++i) {
+      pids.push_back(spawn_logged(commands[i], logs[i]));
+    }
+  } catch (...) {
+    for (pid_t pid : pids) wait_exit(pid);
+    cleanup();
+    throw;
+  }
+  std::vector<int> rcs;
+  for (pid_t pid : pids) rcs.push_back(wait_exit(pid));
+  for (size_t i = 0; i < rcs.size(); ++i)
+    if (rcs[i] != 0) throw failure(i, rcs[i]);
+  if (parts > 1) {
+    std::vector<std::string> argv{opt_.compiler};
+    argv.insert(argv.end(), opt_.flags.begin(), opt_.flags.end());
+    argv.insert(argv.end(), {"-o", so_tmp});
+    argv.insert(argv.end(), objects.begin(), objects.end());
+    argv.insert(argv.end(), opt_.libs.begin(), opt_.libs.end());
+    commands.push_back(std::move(argv));
+    logs.push_back((dir / fmt::format("{}.log{}.link", key, suffix)).string());
+    int rc = run_logged(commands.back(), logs.back());
+    if (rc != 0) throw failure(commands.size() - 1, rc);
+  }
+  cleanup();
   bool ok = false;
   std::string bytes = read_file(so_tmp, &ok);
   if (!ok) throw std::runtime_error(fmt::format("cpu backend: the compiler did not write {}", so_tmp));

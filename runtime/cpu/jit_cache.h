@@ -1,6 +1,8 @@
 // The CPU JIT: compiles a generated C++ translation unit with the system compiler into a shared
 // object, keeps it in an on-disk cache keyed by (source, flags, compiler version, CPU) and
-// dlopens it. Writes are atomic; a corrupt entry is detected and rebuilt.
+// dlopens it. Writes are atomic; a corrupt entry is detected and rebuilt. A source holding the
+// line `#define DNNC_PARTS n` (n > 1; codegen/cpp/cpp_printer.h) is compiled as n parts at once,
+// part i with -DDNNC_PART=i -c, and the objects linked into the one library.
 #pragma once
 #include <atomic>
 #include <string>
@@ -17,6 +19,10 @@ struct JitOptions {
 
 /// $DNNC_CACHE_DIR if set and non-empty, else $HOME/.cache/dnnc, else /tmp/dnnc-cache.
 std::string default_cache_dir();
+
+/// The number of parts `source` is compiled as: n from its first `#define DNNC_PARTS n` line
+/// (1 <= n <= 64), else 1.
+int unit_parts(const std::string& source);
 
 /// A loaded shared object. The handle is never closed: it was opened with RTLD_NODELETE
 /// (unloading a library that started OpenMP threads crashes libgomp).
@@ -51,7 +57,7 @@ class JitCache {
   std::string key(const std::string& source);
   const std::string& cache_dir() const { return dir_; }
 
-  int compiles() const { return compiles_; }  // compiler runs by this object
+  int compiles() const { return compiles_; }  // libraries built by this object
   int hits() const { return hits_; }          // valid entries found on disk
   int rebuilds() const { return rebuilds_; }  // corrupt entries found and rebuilt
 

@@ -1,5 +1,8 @@
 // The C++ printer: the exact text of a small kernel, and the shape of a whole translation unit.
 #include <catch2/catch.hpp>
+#include <cctype>
+#include <cstdlib>
+#include <set>
 
 #include "codegen/cpp/cpp_printer.h"
 #include "codegen/lower/lower.h"
@@ -12,7 +15,7 @@ using namespace dnnc::codegen;
 // A parallel loop's body is a function of its own (the loop variable, the outer locals it reads
 // and every buffer as __restrict__ parameters), because gcc's OpenMP outlining drops
 // __restrict__ from the buffers it passes into the parallel region.
-TEST_CASE("a kernel prints as a static function with a parallel outer loop", "[codegen][printer]") {
+TEST_CASE("a kernel prints as a step function with a parallel outer loop", "[codegen][printer]") {
   KernelBuilder kb("k0_relu");
   int x = kb.param("v_x", ScalarType::f32, false, 64);
   int y = kb.param("v_y", ScalarType::f32, true, 64);
@@ -30,7 +33,7 @@ TEST_CASE("a kernel prints as a static function with a parallel outer loop", "[c
         "  v_y[i] = ((v > 0x0p+0f) ? v : lo);\n"
         "}\n"
         "// %y = relu(%x)\n"
-        "DNNC_STEP static int k0_relu(const float* __restrict__ v_x, float* __restrict__ v_y) {\n"
+        "DNNC_STEP int k0_relu(const float* __restrict__ v_x, float* __restrict__ v_y) {\n"
         "  float lo = 0x1p-1f;\n"
         "  #pragma omp parallel for num_threads(dnnc_threads) schedule(static)\n"
         "  for (i64 i = 0; i < 64; ++i) {\n"
@@ -98,4 +101,52 @@ TEST_CASE("a program prints as one header-free unit exporting dnnc_run", "[codeg
   CHECK(src.find("void cblas_sgemm(") != std::string::npos);
   CHECK(src.find("// %d0 = relu_backward(%d1, ") != std::string::npos);
   CHECK(src == print_program_cpp(lower_graph(m, *m.graph("train_step"), 4)));  // deterministic
+}
+
+TEST_CASE("a large program prints in parts, each step function defined in one of them", "[codegen][printer]") {
+  ir::Module m = test::compiled_model("models/resnet_mnist.dnn");
+  std::string src = print_program_cpp(lower_graph(m, *m.graph("train_step"), 4));
+  const std::string marker = "\n#define DNNC_PARTS ";
+  size_t at = src.find(marker);
+  REQUIRE(at != std::string::npos);
+  int parts = std::atoi(src.c_str() + at + marker.size());
+  REQUIRE(parts >= 2);
+  CHECK(src.find("#if DNNC_PART <= 0\nextern \"C\" int dnnc_run(void** buffers) {") != std::string::npos);
+  // Every function dnnc_run calls is defined once, inside one part's #if, and declared for part 0.
+  std::string run = src.substr(src.find("extern \"C\" int dnnc_run"));
+  std::set<std::string> called;
+  for (size_t p = 0; (p = run.find("\n  ", p)) != std::string::npos;) {
+    p += 3;
+    if (run.compare(p, 9, "if (int e") == 0) p = run.find("= ", p) + 2;
+    size_t paren = run.find('(', p);
+    std::string name = run.substr(p, paren - p);
+    if (name.size() > 1 && (name[0] == 'k' || name[0] == 'g') && std::isdigit(static_cast<unsigned char>(name[1])))
+      called.insert(name);
+  }
+  REQUIRE(called.size() > 20);
+  std::vector<int> per_part(static_cast<size_t>(parts), 0);
+  for (const std::string& fn : called) {
+    INFO(fn);
+    size_t def = src.find("DNNC_STEP int " + fn + "(");
+    if (def == std::string::npos) def = src.find("DNNC_STEP void " + fn + "(");
+    REQUIRE(def != std::string::npos);
+    size_t eol = src.find('\n', def);
+    CHECK(src[eol - 1] == '{');
+    size_t next = src.find(src.substr(def, eol - def - 2) + ";");  // its declaration for part 0
+    CHECK(next != std::string::npos);
+    CHECK(src.find(src.substr(def, eol - def), def + 1) == std::string::npos);  // defined once
+    size_t guard = src.rfind("#if DNNC_PART < 0 || DNNC_PART == ", def);
+    REQUIRE(guard != std::string::npos);
+    CHECK(src.rfind("#endif", def) < guard);
+    int part = std::atoi(src.c_str() + guard + 34);
+    REQUIRE(part >= 0);
+    REQUIRE(part < parts);
+    ++per_part[static_cast<size_t>(part)];
+  }
+  for (int n : per_part) CHECK(n > 0);  // no empty part
+  // A small program is one part, with no guards.
+  ir::Module mlp = test::compiled_model("models/mnist_mlp.dnn");
+  std::string small = print_program_cpp(lower_graph(mlp, *mlp.graph("infer"), 4));
+  CHECK(small.find("\n#define DNNC_PARTS") == std::string::npos);
+  CHECK(small.find("#if DNNC_PART < 0") == std::string::npos);
 }

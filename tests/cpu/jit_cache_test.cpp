@@ -195,3 +195,71 @@ TEST_CASE("load_all reports the failing source after the others finish", "[cpu][
   again.load(source(6), "six");
   CHECK(again.hits() == 2);
 }
+
+namespace {
+
+// Two parts: part 1 defines one_of_two(), part 0 answer() (calling it) and its own answer
+// for which part it was compiled as; compiled whole, the file would not build (DNNC_PART unset).
+const char* kTwoParts =
+    "// a unit in two parts\n"
+    "#define DNNC_PARTS 2\n"
+    "int one_of_two();\n"
+    "#if DNNC_PART == 1\n"
+    "int one_of_two() { return 100 * DNNC_PART; }\n"
+    "#endif\n"
+    "#if DNNC_PART == 0\n"
+    "extern \"C\" int part_zero() { return DNNC_PART; }\n"
+    "extern \"C\" int answer() { return one_of_two() + 2; }\n"
+    "#endif\n";
+
+}  // namespace
+
+TEST_CASE("a unit with #define DNNC_PARTS n is compiled as n parts and linked into one library", "[cpu][jit]") {
+  CHECK(unit_parts(kTwoParts) == 2);
+  CHECK(unit_parts(source(1)) == 1);
+  CHECK(unit_parts("// x\n#define DNNC_PARTS 0\n") == 1);
+  CHECK(unit_parts("// x\n#define DNNC_PARTS 65\n") == 1);
+  std::string dir = fresh_dir("parts");
+  JitCache c(tiny(dir));
+  JitLibrary lib = c.load(kTwoParts, "two parts");
+  CHECK(c.compiles() == 1);
+  CHECK(answer(lib) == 102);
+  CHECK(reinterpret_cast<int (*)()>(lib.symbol("part_zero"))() == 0);
+  // No part's object or log is left behind: only the entry's .cpp, .so and .meta.
+  int files = 0;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    ++files;
+    std::string ext = e.path().extension().string();
+    CHECK((ext == ".cpp" || ext == ".so" || ext == ".meta"));
+  }
+  CHECK(files == 3);
+  JitCache again(tiny(dir));
+  CHECK(answer(again.load(kTwoParts, "two parts")) == 102);
+  CHECK(again.hits() == 1);
+}
+
+TEST_CASE("a failing part or link names the part and shows the compiler's log", "[cpu][jit]") {
+  std::string dir = fresh_dir("parts_error");
+  JitCache c(tiny(dir));
+  std::string bad_part = std::string(kTwoParts) + "#if DNNC_PART == 1\nint broken = nope;\n#endif\n";
+  std::string what;
+  try {
+    c.load(bad_part, "split unit");
+  } catch (const std::runtime_error& e) {
+    what = e.what();
+  }
+  CHECK(what.find("compiling split unit (part 1 of 2) failed") != std::string::npos);
+  CHECK(what.find("nope") != std::string::npos);
+  CHECK(what.find("-DDNNC_PART=1") != std::string::npos);
+  // Both parts compile, but both define answer(): the link fails.
+  std::string bad_link = std::string(kTwoParts) + "#if DNNC_PART == 1\nextern \"C\" int answer() { return 1; }\n#endif\n";
+  what.clear();
+  try {
+    c.load(bad_link, "split unit");
+  } catch (const std::runtime_error& e) {
+    what = e.what();
+  }
+  CHECK(what.find("compiling split unit (linking its 2 parts) failed") != std::string::npos);
+  CHECK(what.find("answer") != std::string::npos);
+  for (const auto& e : fs::directory_iterator(dir)) CHECK(e.path().extension() != ".o");
+}

@@ -11,25 +11,38 @@ void cblas_sgemv(int order, int trans, int m, int n, float alpha, const float* a
 void openblas_set_num_threads(int n);
 }
 
-// Threads of each OpenMP parallel region. OpenBLAS always runs single-threaded inside them,
-// so the two thread pools never compete for cores.
-static int dnnc_threads = 1;
+// A large unit is split into parts (DNNC_PARTS, defined on the second line) that the JIT
+// compiles side by side, each with -DDNNC_PART=i, and links into one library. Compiled without
+// -DDNNC_PART the file is the whole unit. Part 0 (or the whole unit) defines what follows and
+// dnnc_run; the others see declarations.
+#ifndef DNNC_PART
+#define DNNC_PART -1
+#endif
+#define DNNC_HIDDEN __attribute__((visibility("hidden")))
 
+// Threads of each OpenMP parallel region (OpenBLAS always runs single-threaded inside them, so
+// the two thread pools never compete for cores), and the per-step profiling hook: with a hook
+// set, dnnc_run calls it with -1 on entry and with i after step i. Null (the default) costs one
+// predicted branch per step.
+#if DNNC_PART <= 0
+DNNC_HIDDEN int dnnc_threads = 1;
+DNNC_HIDDEN void (*dnnc_tick)(int) = 0;
 extern "C" void dnnc_set_threads(int n) {
   dnnc_threads = n < 1 ? 1 : n;
   openblas_set_num_threads(1);
 }
-
-// Per-step profiling: with a hook set, dnnc_run calls it with -1 on entry and with i after
-// step i. Null (the default) costs one predicted branch per step.
-static void (*dnnc_tick)(int) = 0;
 extern "C" void dnnc_set_profiler(void (*fn)(int)) { dnnc_tick = fn; }
+#else
+extern DNNC_HIDDEN int dnnc_threads;
+extern DNNC_HIDDEN void (*dnnc_tick)(int);
+#endif
 #define DNNC_TICK(i) if (__builtin_expect(dnnc_tick != 0, 0)) dnnc_tick(i)
 
 // Step functions (kernels, GEMM steps) stay out of line: each runs once per step, and GCC
 // inlining them and their OpenMP regions into dnnc_run made a chunked resnet_mnist train step
-// compile in 4.7 s instead of 2.5-4.0 s.
-#define DNNC_STEP __attribute__((noinline))
+// compile in 4.7 s instead of 2.5-4.0 s. They are hidden, not static, so that dnnc_run can
+// call those of other parts.
+#define DNNC_STEP __attribute__((noinline)) DNNC_HIDDEN
 
 // erf(a) without branches or library calls, so loops over it vectorize (glibc's erff is scalar;
 // gelu over 256k values took 1 ms): Norbert Juffa's approximation, a polynomial in a² for
@@ -439,7 +452,7 @@ static inline void k0_pad_p0(i64 bc, const float* __restrict__ in_image, float* 
 }
 // %0 = conv2d(%image, @conv1.weight, @conv1.bias) {dilation=[1,1], groups=1, padding=[2,2], stride=[1,1]}
 //   (image with its padding as zeros)
-DNNC_STEP static int k0_pad(const float* __restrict__ in_image, float* __restrict__ s_xpad) {
+DNNC_STEP int k0_pad(const float* __restrict__ in_image, float* __restrict__ s_xpad) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 bc = 0; bc < 64; ++bc) {
     k0_pad_p0(bc, in_image, s_xpad);
@@ -623,7 +636,7 @@ static inline void k1_conv2d_pool_p0(i64 bq, const float* __restrict__ s_xpad, c
 // %0 = conv2d(%image, @conv1.weight, @conv1.bias) {dilation=[1,1], groups=1, padding=[2,2], stride=[1,1]}
 // %1 = relu(%0)
 // %h1 = maxpool2d(%1) {kernel=[2,2], padding=[0,0], stride=[]}
-DNNC_STEP static int k1_conv2d_pool(const float* __restrict__ s_xpad, const float* __restrict__ p_conv1_weight, const float* __restrict__ p_conv1_bias, float* __restrict__ s_plane, float* __restrict__ v_h1) {
+DNNC_STEP int k1_conv2d_pool(const float* __restrict__ s_xpad, const float* __restrict__ p_conv1_weight, const float* __restrict__ p_conv1_bias, float* __restrict__ s_plane, float* __restrict__ v_h1) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 bq = 0; bq < 192; ++bq) {
     k1_conv2d_pool_p0(bq, s_xpad, p_conv1_weight, p_conv1_bias, s_plane, v_h1);
@@ -647,7 +660,7 @@ static inline void k2_im2col_p0(i64 bc, const float* __restrict__ v_h1_at0, floa
 }
 // %2 = conv2d(%h1, @conv2.weight, @conv2.bias) {dilation=[1,1], groups=1, padding=[0,0], stride=[1,1]}
 //   (im2col of images 0..16)
-DNNC_STEP static int k2_im2col(const float* __restrict__ v_h1_at0, float* __restrict__ s_col) {
+DNNC_STEP int k2_im2col(const float* __restrict__ v_h1_at0, float* __restrict__ s_col) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 bc = 0; bc < 102; ++bc) {
     k2_im2col_p0(bc, v_h1_at0, s_col);
@@ -657,7 +670,7 @@ DNNC_STEP static int k2_im2col(const float* __restrict__ v_h1_at0, float* __rest
 
 // %2 = conv2d(%h1, @conv2.weight, @conv2.bias) {dilation=[1,1], groups=1, padding=[0,0], stride=[1,1]}
 // C[16,100] = A · B, 17 problems + bias per row
-DNNC_STEP static void g3_gemm(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias, float* __restrict__ c) {
+DNNC_STEP void g3_gemm(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias, float* __restrict__ c) {
   for (i64 r = 0; r < 272; ++r) {
     float* row = c + r / 16 * 1600 + r % 16 * 100;
     for (i64 j = 0; j < 100; ++j) row[j] = bias[r % 16];
@@ -668,9 +681,7 @@ DNNC_STEP static void g3_gemm(const float* __restrict__ a, const float* __restri
   }
 }
 
-
 // step 5: g3_gemm again
-
 
 // step 7: g3_gemm again
 
@@ -690,7 +701,7 @@ static inline void k8_im2col_p0(i64 bc, const float* __restrict__ v_h1_at59976, 
 }
 // %2 = conv2d(%h1, @conv2.weight, @conv2.bias) {dilation=[1,1], groups=1, padding=[0,0], stride=[1,1]}
 //   (im2col of images 51..63)
-DNNC_STEP static int k8_im2col(const float* __restrict__ v_h1_at59976, float* __restrict__ s_col) {
+DNNC_STEP int k8_im2col(const float* __restrict__ v_h1_at59976, float* __restrict__ s_col) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 bc = 0; bc < 78; ++bc) {
     k8_im2col_p0(bc, v_h1_at59976, s_col);
@@ -700,7 +711,7 @@ DNNC_STEP static int k8_im2col(const float* __restrict__ v_h1_at59976, float* __
 
 // %2 = conv2d(%h1, @conv2.weight, @conv2.bias) {dilation=[1,1], groups=1, padding=[0,0], stride=[1,1]}
 // C[16,100] = A · B, 13 problems + bias per row
-DNNC_STEP static void g9_gemm(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias, float* __restrict__ c) {
+DNNC_STEP void g9_gemm(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias, float* __restrict__ c) {
   for (i64 r = 0; r < 208; ++r) {
     float* row = c + r / 16 * 1600 + r % 16 * 100;
     for (i64 j = 0; j < 100; ++j) row[j] = bias[r % 16];
@@ -715,7 +726,7 @@ static inline void k10_relu_p0(i64 i, const float* __restrict__ v_2, float* __re
   v_3[i] = ((v_2[i] > 0x0p+0f) ? v_2[i] : 0x0p+0f);
 }
 // %3 = relu(%2)
-DNNC_STEP static int k10_relu(const float* __restrict__ v_2, float* __restrict__ v_3) {
+DNNC_STEP int k10_relu(const float* __restrict__ v_2, float* __restrict__ v_3) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 i = 0; i < 102400; ++i) {
     k10_relu_p0(i, v_2, v_3);
@@ -741,7 +752,7 @@ static inline void k11_maxpool2d_p0(i64 bc, const float* __restrict__ v_3, float
   }
 }
 // %h2 = maxpool2d(%3) {kernel=[2,2], padding=[0,0], stride=[]}
-DNNC_STEP static int k11_maxpool2d(const float* __restrict__ v_3, float* __restrict__ v_h2) {
+DNNC_STEP int k11_maxpool2d(const float* __restrict__ v_3, float* __restrict__ v_h2) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 bc = 0; bc < 1024; ++bc) {
     k11_maxpool2d_p0(bc, v_3, v_h2);
@@ -750,7 +761,7 @@ DNNC_STEP static int k11_maxpool2d(const float* __restrict__ v_3, float* __restr
 }
 
 // epilogue of g12_gemm: elements [begin, end) of C
-DNNC_STEP static int g12_epilogue(i64 begin, i64 end, float* __restrict__ v_h3) {
+DNNC_STEP int g12_epilogue(i64 begin, i64 end, float* __restrict__ v_h3) {
   for (i64 i = begin; i < end; ++i) {
     float c = v_h3[i];
     v_h3[i] = ((c > 0x0p+0f) ? c : 0x0p+0f);
@@ -760,7 +771,7 @@ DNNC_STEP static int g12_epilogue(i64 begin, i64 end, float* __restrict__ v_h3) 
 // %5 = linear(%4, @fc1.weight, @fc1.bias)
 // %h3 = relu(%5)
 // C[64,120] = A · Bᵀ + bias per column, then g12_epilogue on each thread's rows
-DNNC_STEP static void g12_gemm(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias, float* __restrict__ c) {
+DNNC_STEP void g12_gemm(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias, float* __restrict__ c) {
   const int t = dnnc_threads;
 #pragma omp parallel for num_threads(t) schedule(static)
   for (int i = 0; i < t; ++i) {
@@ -773,7 +784,7 @@ DNNC_STEP static void g12_gemm(const float* __restrict__ a, const float* __restr
 }
 
 // epilogue of g13_gemm: elements [begin, end) of C
-DNNC_STEP static int g13_epilogue(i64 begin, i64 end, float* __restrict__ v_h4) {
+DNNC_STEP int g13_epilogue(i64 begin, i64 end, float* __restrict__ v_h4) {
   for (i64 i = begin; i < end; ++i) {
     float c = v_h4[i];
     v_h4[i] = ((c > 0x0p+0f) ? c : 0x0p+0f);
@@ -783,7 +794,7 @@ DNNC_STEP static int g13_epilogue(i64 begin, i64 end, float* __restrict__ v_h4) 
 // %6 = linear(%h3, @fc2.weight, @fc2.bias)
 // %h4 = relu(%6)
 // C[64,84] = A · Bᵀ + bias per column, then g13_epilogue on each thread's rows
-DNNC_STEP static void g13_gemm(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias, float* __restrict__ c) {
+DNNC_STEP void g13_gemm(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias, float* __restrict__ c) {
   const int t = 1;
   for (int i = 0; i < t; ++i) {
     const i64 r0 = 64 * i / t, r1 = 64 * (i + 1) / t;
@@ -796,7 +807,7 @@ DNNC_STEP static void g13_gemm(const float* __restrict__ a, const float* __restr
 
 // %logits = linear(%h4, @fc3.weight, @fc3.bias)
 // C[64,10] = A · Bᵀ + bias per column
-DNNC_STEP static void g14_gemm(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias, float* __restrict__ c) {
+DNNC_STEP void g14_gemm(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias, float* __restrict__ c) {
   for (i64 r = 0; r < 64; ++r) {
     float* row = c + r / 64 * 0 + r % 64 * 10;
     for (i64 j = 0; j < 10; ++j) row[j] = bias[j];

@@ -11,25 +11,38 @@ void cblas_sgemv(int order, int trans, int m, int n, float alpha, const float* a
 void openblas_set_num_threads(int n);
 }
 
-// Threads of each OpenMP parallel region. OpenBLAS always runs single-threaded inside them,
-// so the two thread pools never compete for cores.
-static int dnnc_threads = 1;
+// A large unit is split into parts (DNNC_PARTS, defined on the second line) that the JIT
+// compiles side by side, each with -DDNNC_PART=i, and links into one library. Compiled without
+// -DDNNC_PART the file is the whole unit. Part 0 (or the whole unit) defines what follows and
+// dnnc_run; the others see declarations.
+#ifndef DNNC_PART
+#define DNNC_PART -1
+#endif
+#define DNNC_HIDDEN __attribute__((visibility("hidden")))
 
+// Threads of each OpenMP parallel region (OpenBLAS always runs single-threaded inside them, so
+// the two thread pools never compete for cores), and the per-step profiling hook: with a hook
+// set, dnnc_run calls it with -1 on entry and with i after step i. Null (the default) costs one
+// predicted branch per step.
+#if DNNC_PART <= 0
+DNNC_HIDDEN int dnnc_threads = 1;
+DNNC_HIDDEN void (*dnnc_tick)(int) = 0;
 extern "C" void dnnc_set_threads(int n) {
   dnnc_threads = n < 1 ? 1 : n;
   openblas_set_num_threads(1);
 }
-
-// Per-step profiling: with a hook set, dnnc_run calls it with -1 on entry and with i after
-// step i. Null (the default) costs one predicted branch per step.
-static void (*dnnc_tick)(int) = 0;
 extern "C" void dnnc_set_profiler(void (*fn)(int)) { dnnc_tick = fn; }
+#else
+extern DNNC_HIDDEN int dnnc_threads;
+extern DNNC_HIDDEN void (*dnnc_tick)(int);
+#endif
 #define DNNC_TICK(i) if (__builtin_expect(dnnc_tick != 0, 0)) dnnc_tick(i)
 
 // Step functions (kernels, GEMM steps) stay out of line: each runs once per step, and GCC
 // inlining them and their OpenMP regions into dnnc_run made a chunked resnet_mnist train step
-// compile in 4.7 s instead of 2.5-4.0 s.
-#define DNNC_STEP __attribute__((noinline))
+// compile in 4.7 s instead of 2.5-4.0 s. They are hidden, not static, so that dnnc_run can
+// call those of other parts.
+#define DNNC_STEP __attribute__((noinline)) DNNC_HIDDEN
 
 // erf(a) without branches or library calls, so loops over it vectorize (glibc's erff is scalar;
 // gelu over 256k values took 1 ms): Norbert Juffa's approximation, a polynomial in a² for
@@ -415,7 +428,7 @@ DNNC_NOCLONE static void dnnc_sgemm_split_k(bool ta, bool tb, i64 m, i64 n, i64 
 }
 
 // epilogue of g0_gemm: elements [begin, end) of C
-DNNC_STEP static int g0_epilogue(i64 begin, i64 end, float* __restrict__ v_h1) {
+DNNC_STEP int g0_epilogue(i64 begin, i64 end, float* __restrict__ v_h1) {
   for (i64 i = begin; i < end; ++i) {
     float c = v_h1[i];
     v_h1[i] = ((c > 0x0p+0f) ? c : 0x0p+0f);
@@ -425,7 +438,7 @@ DNNC_STEP static int g0_epilogue(i64 begin, i64 end, float* __restrict__ v_h1) {
 // %1 = linear(%0, @fc1.weight, @fc1.bias)
 // %h1 = relu(%1)
 // C[128,512] = A · Bᵀ + bias per column, then g0_epilogue on each thread's rows
-DNNC_STEP static void g0_gemm(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias, float* __restrict__ c) {
+DNNC_STEP void g0_gemm(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias, float* __restrict__ c) {
   const int t = dnnc_threads;
 #pragma omp parallel for num_threads(t) schedule(static)
   for (int i = 0; i < t; ++i) {
@@ -438,7 +451,7 @@ DNNC_STEP static void g0_gemm(const float* __restrict__ a, const float* __restri
 }
 
 // epilogue of g1_gemm: elements [begin, end) of C
-DNNC_STEP static int g1_epilogue(i64 begin, i64 end, float* __restrict__ v_h2) {
+DNNC_STEP int g1_epilogue(i64 begin, i64 end, float* __restrict__ v_h2) {
   for (i64 i = begin; i < end; ++i) {
     float c = v_h2[i];
     v_h2[i] = ((c > 0x0p+0f) ? c : 0x0p+0f);
@@ -448,7 +461,7 @@ DNNC_STEP static int g1_epilogue(i64 begin, i64 end, float* __restrict__ v_h2) {
 // %2 = linear(%h1, @fc2.weight, @fc2.bias)
 // %h2 = relu(%2)
 // C[128,256] = A · Bᵀ + bias per column, then g1_epilogue on each thread's rows
-DNNC_STEP static void g1_gemm(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias, float* __restrict__ c) {
+DNNC_STEP void g1_gemm(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias, float* __restrict__ c) {
   const int t = dnnc_threads;
 #pragma omp parallel for num_threads(t) schedule(static)
   for (int i = 0; i < t; ++i) {
@@ -462,7 +475,7 @@ DNNC_STEP static void g1_gemm(const float* __restrict__ a, const float* __restri
 
 // %logits = linear(%h2, @fc3.weight, @fc3.bias)
 // C[128,10] = A · Bᵀ + bias per column
-DNNC_STEP static void g2_gemm(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias, float* __restrict__ c) {
+DNNC_STEP void g2_gemm(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias, float* __restrict__ c) {
   for (i64 r = 0; r < 128; ++r) {
     float* row = c + r / 128 * 0 + r % 128 * 10;
     for (i64 j = 0; j < 10; ++j) row[j] = bias[j];
@@ -474,7 +487,7 @@ DNNC_STEP static void g2_gemm(const float* __restrict__ a, const float* __restri
 // %dloss = fill() {shape=[], value=1.0}
 // %dlogits = cross_entropy_backward(%dloss, %logits, %label) {label_smoothing=0.0}
 // %fc3.bias.grad = reduce_sum(%dlogits) {axes=[0], keepdim=false}
-DNNC_STEP static int k3_softmax_xent(const float* __restrict__ v_logits, const i64* __restrict__ in_label, float* __restrict__ v_loss, float* __restrict__ v_dloss, float* __restrict__ v_dlogits, float* __restrict__ v_fc3_bias_grad, float* __restrict__ s_row_loss) {
+DNNC_STEP int k3_softmax_xent(const float* __restrict__ v_logits, const i64* __restrict__ in_label, float* __restrict__ v_loss, float* __restrict__ v_dloss, float* __restrict__ v_dlogits, float* __restrict__ v_fc3_bias_grad, float* __restrict__ s_row_loss) {
   i64 bad = 0;
   for (i64 b = 0; b < 128; ++b) {
     bad = (bad < (((in_label[b] < 0) || (in_label[b] >= 10)) ? 1 : 0) ? (((in_label[b] < 0) || (in_label[b] >= 10)) ? 1 : 0) : bad);
@@ -519,7 +532,7 @@ DNNC_STEP static int k3_softmax_xent(const float* __restrict__ v_logits, const i
 }
 
 // epilogue of g4_gemm: elements [begin, end) of C
-DNNC_STEP static int g4_epilogue(i64 begin, i64 end, const float* __restrict__ v_h2, float* __restrict__ v_d2) {
+DNNC_STEP int g4_epilogue(i64 begin, i64 end, const float* __restrict__ v_h2, float* __restrict__ v_d2) {
   for (i64 i = begin; i < end; ++i) {
     float c = v_d2[i];
     v_d2[i] = ((v_h2[i] > 0x0p+0f) ? c : 0x0p+0f);
@@ -530,7 +543,7 @@ DNNC_STEP static int g4_epilogue(i64 begin, i64 end, const float* __restrict__ v
 // %d2 = relu_backward(%dh2, %h2)
 // %fc2.bias.grad = reduce_sum(%d2) {axes=[0], keepdim=false}
 // C[128,256] = A · B, then g4_epilogue on each thread's rows, then the column sums of C
-DNNC_STEP static void g4_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c, const float* __restrict__ e0, float* __restrict__ col_sums) {
+DNNC_STEP void g4_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c, const float* __restrict__ e0, float* __restrict__ col_sums) {
   const int t = 1;
   double* part = (double*)__builtin_malloc(sizeof(double) * t * 256);
   for (int i = 0; i < t; ++i) {
@@ -551,7 +564,7 @@ DNNC_STEP static void g4_gemm(const float* __restrict__ a, const float* __restri
 }
 
 // epilogue of g5_gemm: elements [begin, end) of C
-DNNC_STEP static int g5_epilogue(i64 begin, i64 end, const float* __restrict__ v_h1, float* __restrict__ v_d1) {
+DNNC_STEP int g5_epilogue(i64 begin, i64 end, const float* __restrict__ v_h1, float* __restrict__ v_d1) {
   for (i64 i = begin; i < end; ++i) {
     float c = v_d1[i];
     v_d1[i] = ((v_h1[i] > 0x0p+0f) ? c : 0x0p+0f);
@@ -562,7 +575,7 @@ DNNC_STEP static int g5_epilogue(i64 begin, i64 end, const float* __restrict__ v
 // %d1 = relu_backward(%dh1, %h1)
 // %fc1.bias.grad = reduce_sum(%d1) {axes=[0], keepdim=false}
 // C[128,512] = A · B, then g5_epilogue on each thread's rows, then the column sums of C
-DNNC_STEP static void g5_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c, const float* __restrict__ e0, float* __restrict__ col_sums) {
+DNNC_STEP void g5_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c, const float* __restrict__ e0, float* __restrict__ col_sums) {
   const int t = dnnc_threads;
   double* part = (double*)__builtin_malloc(sizeof(double) * t * 512);
 #pragma omp parallel for num_threads(t) schedule(static)
@@ -584,21 +597,21 @@ DNNC_STEP static void g5_gemm(const float* __restrict__ a, const float* __restri
 }
 
 // %step = add_scalar(@dnnc.step) {value=1.0}
-DNNC_STEP static int k6_add_scalar(float* __restrict__ p_dnnc_step) {
+DNNC_STEP int k6_add_scalar(float* __restrict__ p_dnnc_step) {
   float s_0 = p_dnnc_step[0];
   p_dnnc_step[0] = (s_0 + 0x1p+0f);
   return 0;
 }
 
 // %fc1.weight.new, %3 = sgd_update(@fc1.weight, %fc1.weight.grad, @fc1.weight.momentum_buffer, %step) {dampening=0.0, lr=0.001, momentum=0.9, nesterov=false, weight_decay=0.0}
-DNNC_STEP static int k7_sgd_step_check(const float* __restrict__ v_step) {
+DNNC_STEP int k7_sgd_step_check(const float* __restrict__ v_step) {
   if ((!(v_step[0] >= 0x1p+0f))) return 1;
   return 0;
 }
 
 
 // epilogue of g8_rows: elements [begin, end) of C
-DNNC_STEP static int g8_epilogue(i64 begin, i64 end, const float* __restrict__ v_3, float* __restrict__ v_fc1_weight_new) {
+DNNC_STEP int g8_epilogue(i64 begin, i64 end, const float* __restrict__ v_3, float* __restrict__ v_fc1_weight_new) {
   for (i64 i = begin; i < end; ++i) {
     v_fc1_weight_new[i] = (v_fc1_weight_new[i] + ((-0x1.0624dep-10f) * v_3[i]));
   }
@@ -615,7 +628,7 @@ static void g8_rows(i64 r0, i64 r1, const float* __restrict__ a, const float* __
 }
 
 // epilogue of g9_rows: elements [begin, end) of C
-DNNC_STEP static int g10_epilogue(i64 begin, i64 end, const float* __restrict__ v_5, float* __restrict__ v_fc2_weight_new) {
+DNNC_STEP int g10_epilogue(i64 begin, i64 end, const float* __restrict__ v_5, float* __restrict__ v_fc2_weight_new) {
   for (i64 i = begin; i < end; ++i) {
     v_fc2_weight_new[i] = (v_fc2_weight_new[i] + ((-0x1.0624dep-10f) * v_5[i]));
   }
@@ -632,7 +645,7 @@ static void g9_rows(i64 r0, i64 r1, const float* __restrict__ a, const float* __
 }
 
 // epilogue of g10_rows: elements [begin, end) of C
-DNNC_STEP static int g12_epilogue(i64 begin, i64 end, const float* __restrict__ v_7, float* __restrict__ v_fc3_weight_new) {
+DNNC_STEP int g12_epilogue(i64 begin, i64 end, const float* __restrict__ v_7, float* __restrict__ v_fc3_weight_new) {
   for (i64 i = begin; i < end; ++i) {
     v_fc3_weight_new[i] = (v_fc3_weight_new[i] + ((-0x1.0624dep-10f) * v_7[i]));
   }
@@ -649,7 +662,7 @@ static void g10_rows(i64 r0, i64 r1, const float* __restrict__ a, const float* _
 }
 
 // g8, g9, g10 at once: their rows, weighted by n·k, split evenly over the threads
-DNNC_STEP static void g8_group(const float* __restrict__ a_8, const float* __restrict__ b_8, float* __restrict__ c_8, float* __restrict__ e1_8, const float* __restrict__ step_8, const float* __restrict__ a_9, const float* __restrict__ b_9, float* __restrict__ c_9, float* __restrict__ e1_9, const float* __restrict__ step_9, const float* __restrict__ a_10, const float* __restrict__ b_10, float* __restrict__ c_10, float* __restrict__ e1_10, const float* __restrict__ step_10) {
+DNNC_STEP void g8_group(const float* __restrict__ a_8, const float* __restrict__ b_8, float* __restrict__ c_8, float* __restrict__ e1_8, const float* __restrict__ step_8, const float* __restrict__ a_9, const float* __restrict__ b_9, float* __restrict__ c_9, float* __restrict__ e1_9, const float* __restrict__ step_9, const float* __restrict__ a_10, const float* __restrict__ b_10, float* __restrict__ c_10, float* __restrict__ e1_10, const float* __restrict__ step_10) {
   const int t = dnnc_threads;
 #pragma omp parallel for num_threads(t) schedule(static)
   for (int i = 0; i < t; ++i) {
@@ -667,10 +680,8 @@ DNNC_STEP static void g8_group(const float* __restrict__ a_8, const float* __res
   }
 }
 
-
-
 // %fc1.bias.new, %4 = sgd_update(@fc1.bias, %fc1.bias.grad, @fc1.bias.momentum_buffer, %step) {dampening=0.0, lr=0.001, momentum=0.9, nesterov=false, weight_decay=0.0}
-DNNC_STEP static int k9_sgd_update(float* __restrict__ p_fc1_bias, const float* __restrict__ v_fc1_bias_grad, float* __restrict__ p_fc1_bias_momentum_buffer, const float* __restrict__ v_step) {
+DNNC_STEP int k9_sgd_update(float* __restrict__ p_fc1_bias, const float* __restrict__ v_fc1_bias_grad, float* __restrict__ p_fc1_bias_momentum_buffer, const float* __restrict__ v_step) {
   float s_0 = v_step[0];
   if ((!(s_0 >= 0x1p+0f))) return 1;
   bool first = (s_0 == 0x1p+0f);
@@ -685,7 +696,7 @@ DNNC_STEP static int k9_sgd_update(float* __restrict__ p_fc1_bias, const float* 
 }
 
 // %fc2.bias.new, %6 = sgd_update(@fc2.bias, %fc2.bias.grad, @fc2.bias.momentum_buffer, %step) {dampening=0.0, lr=0.001, momentum=0.9, nesterov=false, weight_decay=0.0}
-DNNC_STEP static int k11_sgd_update(float* __restrict__ p_fc2_bias, const float* __restrict__ v_fc2_bias_grad, float* __restrict__ p_fc2_bias_momentum_buffer, const float* __restrict__ v_step) {
+DNNC_STEP int k11_sgd_update(float* __restrict__ p_fc2_bias, const float* __restrict__ v_fc2_bias_grad, float* __restrict__ p_fc2_bias_momentum_buffer, const float* __restrict__ v_step) {
   float s_0 = v_step[0];
   if ((!(s_0 >= 0x1p+0f))) return 1;
   bool first = (s_0 == 0x1p+0f);
@@ -700,7 +711,7 @@ DNNC_STEP static int k11_sgd_update(float* __restrict__ p_fc2_bias, const float*
 }
 
 // %fc3.bias.new, %8 = sgd_update(@fc3.bias, %fc3.bias.grad, @fc3.bias.momentum_buffer, %step) {dampening=0.0, lr=0.001, momentum=0.9, nesterov=false, weight_decay=0.0}
-DNNC_STEP static int k13_sgd_update(float* __restrict__ p_fc3_bias, const float* __restrict__ v_fc3_bias_grad, float* __restrict__ p_fc3_bias_momentum_buffer, const float* __restrict__ v_step) {
+DNNC_STEP int k13_sgd_update(float* __restrict__ p_fc3_bias, const float* __restrict__ v_fc3_bias_grad, float* __restrict__ p_fc3_bias_momentum_buffer, const float* __restrict__ v_step) {
   float s_0 = v_step[0];
   if ((!(s_0 >= 0x1p+0f))) return 1;
   bool first = (s_0 == 0x1p+0f);
