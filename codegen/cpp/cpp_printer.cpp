@@ -299,46 +299,46 @@ std::string step_declaration(const std::string& text, const std::string& fn) {
   DNNC_UNREACHABLE("step function {} has no one-line signature to declare", fn);
 }
 
-// Splitting, by the bytes of source as the measure of g++ -O3's time (measured on a resnet_mnist
-// train step: kernels about 50 kB/s; dnnc_run, straight-line calls, three times faster; the GEMM
-// helpers, compiled by any part with GEMM steps, about as long as 16 kB of kernels): parts of
-// about kPartBytes (1-1.5 s) each, at most kMaxParts.
-constexpr size_t kPartBytes = 64000, kGemmHelperBytes = 16000;
+// Splitting, by the bytes of source as the measure of g++ -O3's time (measured on the train
+// steps of resnet_mnist and lenet5, one function at a time): kernels 30-50 kB/s plus about 20 ms
+// (kFnBytes) each; dnnc_run, straight-line calls, three times faster; the GEMM helpers 0.1-0.35 s
+// (kGemmHelperBytes) for the first GEMM step of a part, little for the others, so the GEMM steps
+// stay together, in one part. Parts of about kPartBytes (1-1.5 s) each, at most kMaxParts.
+constexpr size_t kPartBytes = 64000, kGemmHelperBytes = 16000, kFnBytes = 1000;
 constexpr int kMaxParts = 8;
 
-// The part of each chunk (and dnnc_run, which is always in part 0): longest chunk first onto
-// the least loaded part, a GEMM chunk counting the helpers on a part that has none yet.
+// The part of each chunk: the kernels, and the GEMM steps as one item, longest first onto the
+// least loaded part; dnnc_run is always in part 0.
 std::vector<int> assign_parts(const std::vector<UnitChunk>& chunks, size_t run_bytes, int* parts_out) {
-  run_bytes /= 3;
-  size_t total = run_bytes;
-  bool any_gemm = false;
-  for (const UnitChunk& c : chunks) {
-    total += c.text.size();
-    any_gemm |= c.gemm;
+  std::vector<std::pair<size_t, std::vector<size_t>>> items;  // (weight, chunks)
+  std::vector<size_t> gemms;
+  size_t gemm_weight = kGemmHelperBytes, total = run_bytes / 3;
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    if (chunks[i].fn.empty()) continue;  // a comment: printed in part 0's place, costs nothing
+    size_t w = chunks[i].text.size() + kFnBytes;
+    if (chunks[i].gemm) {
+      gemms.push_back(i);
+      gemm_weight += w;
+    } else {
+      items.push_back({w, {i}});
+    }
+    total += w;
   }
-  if (any_gemm) total += kGemmHelperBytes;
+  if (!gemms.empty()) {
+    items.push_back({gemm_weight, gemms});
+    total += kGemmHelperBytes;
+  }
   int parts = static_cast<int>(std::min<size_t>(kMaxParts, std::max<size_t>(1, (total + kPartBytes - 1) / kPartBytes)));
   *parts_out = parts;
   std::vector<int> part(chunks.size(), 0);
   if (parts == 1) return part;
-  std::vector<size_t> order(chunks.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t x, size_t y) { return chunks[x].text.size() > chunks[y].text.size(); });
+  std::stable_sort(items.begin(), items.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
   std::vector<size_t> load(static_cast<size_t>(parts), 0);
-  std::vector<bool> has_gemm(static_cast<size_t>(parts), false);
-  load[0] = run_bytes;
-  for (size_t i : order) {
-    const UnitChunk& c = chunks[i];
-    if (c.fn.empty()) continue;  // a comment: printed in part 0's place, costs nothing
-    size_t best = 0, best_load = SIZE_MAX;
-    for (size_t q = 0; q < load.size(); ++q) {
-      size_t l = load[q] + c.text.size() + (c.gemm && !has_gemm[q] ? kGemmHelperBytes : 0);
-      if (l < best_load) best = q, best_load = l;
-    }
-    part[i] = static_cast<int>(best);
-    load[best] = best_load;
-    has_gemm[best] = has_gemm[best] || c.gemm;
+  load[0] = run_bytes / 3;
+  for (const auto& [w, members] : items) {
+    size_t best = static_cast<size_t>(std::min_element(load.begin(), load.end()) - load.begin());
+    load[best] += w;
+    for (size_t i : members) part[i] = static_cast<int>(best);
   }
   return part;
 }
