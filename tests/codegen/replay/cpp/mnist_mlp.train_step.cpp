@@ -192,6 +192,7 @@ static inline void dnnc_tile(i64 kc, const float* __restrict__ ap, const float* 
       }
     return;
   }
+  if (cols > W * dnnc_vl) __builtin_unreachable();  // (GCC warned of reading t out of bounds)
   for (int i = 0; i < rows; ++i) {
     float t[W * dnnc_vl];
 #pragma GCC unroll 3
