@@ -367,7 +367,9 @@ std::string epilogue_gemm_product(const GemmCall& g) {
     return fmt::format("C[{},{}] = α A{} · B{} + β C (α, β = {}, {} on the first step, else {}, {})", g.m, g.n, ta, tb,
                        g.alpha_first, g.beta_first, g.alpha, g.beta);
   return fmt::format("C[{},{}] = A{} · B{}{}", g.m, g.n, ta, tb,
-                     g.bias_kind != GemmCall::Bias::none ? " + bias per column" : "");
+                     g.bias_kind == GemmCall::Bias::per_col   ? " + bias per column"
+                     : g.bias_kind == GemmCall::Bias::per_row ? " + bias per row"
+                                                              : "");
 }
 
 // The parameters (C type, name) of an epilogue GEMM's function, in the order dnnc_run passes
@@ -418,8 +420,8 @@ std::string epilogue_gemm_rows(const GemmCall& g, const Kernel& k, const std::ve
                                const std::pair<std::string, std::string>& scaling, const std::string& pad) {
   std::string out;
   if (g.bias_kind != GemmCall::Bias::none)
-    out += fmt::format(
-        "{1}for (i64 r = r0; r < r1; ++r)\n{1}  for (i64 j = 0; j < {0}; ++j) c[r * {0} + j] = bias[j];\n", g.n, pad);
+    out += fmt::format("{1}for (i64 r = r0; r < r1; ++r)\n{1}  for (i64 j = 0; j < {0}; ++j) c[r * {0} + j] = bias[{2}];\n",
+                       g.n, pad, g.bias_kind == GemmCall::Bias::per_row ? "r" : "j");
   out += fmt::format("{}dnnc_sgemm({}, {}, r1 - r0, {}, {}, {}, a + {}, {}, b, {}, {}, c + r0 * {}, {});\n", pad,
                      g.trans_a ? "true" : "false", g.trans_b ? "true" : "false", g.n, g.k, scaling.first,
                      g.trans_a ? "r0" : fmt::format("r0 * {}", g.lda), g.lda, g.ldb, scaling.second, g.ldc, g.ldc);
@@ -431,10 +433,44 @@ std::string epilogue_gemm_rows(const GemmCall& g, const Kernel& k, const std::ve
 // epilogue kernel on those rows while they are in its cache. The function takes the epilogue's
 // buffers after c (c itself once), then the step buffer of a step-dependent alpha/beta, then the
 // column-sum buffer (each thread sums the columns of its rows into its own partial sums).
+// A batch of GEMMs with an epilogue (a convolution's images, each with the chain after it):
+// each problem's bias, product and epilogue on one thread, problems over the threads
+// (over_batch) or in turn. C is dense: problem bi's elements are [bi·m·n, (bi+1)·m·n).
+std::string gemm_batched_epilogue_function(const Program& p, const Step& s, const std::string& name) {
+  const GemmCall& g = s.gemm;
+  DNNC_CHECK(g.ldc == g.n && g.stride_c == g.m * g.n && !g.accumulate_batches && g.first_step < 0 && g.col_sums < 0 &&
+                 g.bias_kind != GemmCall::Bias::per_col &&
+                 (g.threads == GemmCall::Threads::over_batch || g.threads == GemmCall::Threads::single),
+             "batched epilogue GEMMs are dense, one thread per problem, without step-dependent scaling or column sums");
+  const Kernel& k = p.kernels.at(static_cast<size_t>(g.epilogue));
+  std::string out = print_kernel_cpp(k, {fmt::format("epilogue of {}: elements [begin, end) of C", name)});
+  print_cpp_comment(out, s.comment);
+  out += fmt::format("// {}, {} problems, then {} on each problem's C\n", epilogue_gemm_product(g), g.batch, k.name);
+  std::vector<std::string> call_args;
+  out += fmt::format("DNNC_STEP void {}({}) {{\n", name, param_list(epilogue_gemm_params(p, s, call_args), ""));
+  const bool bias = g.bias_kind != GemmCall::Bias::none;
+  if (g.threads == GemmCall::Threads::over_batch)
+    out += "#pragma omp parallel for num_threads(dnnc_threads) schedule(static)\n";
+  out += fmt::format("  for (i64 bi = 0; bi < {}; ++bi) {{\n", g.batch);
+  out += fmt::format("    float* cb = c + bi * {};\n", g.stride_c);
+  if (bias)
+    out += fmt::format("    for (i64 r = 0; r < {0}; ++r)\n      for (i64 j = 0; j < {1}; ++j) cb[r * {1} + j] = bias[r];\n",
+                       g.m, g.n);
+  auto off = [](const char* base, int64_t stride) {
+    return stride == 0 ? std::string(base) : fmt::format("{} + bi * {}", base, stride);
+  };
+  out += fmt::format("    dnnc_sgemm({}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, cb, {});\n", g.trans_a ? "true" : "false",
+                     g.trans_b ? "true" : "false", g.m, g.n, g.k, cpp_float_literal(g.alpha), off("a", g.stride_a), g.lda,
+                     off("b", g.stride_b), g.ldb, cpp_float_literal(bias ? 1.0f : g.beta), g.ldc);
+  out += fmt::format("    {}(bi * {}, (bi + 1) * {}, {});\n", k.name, g.stride_c, g.stride_c, fmt::join(call_args, ", "));
+  out += "  }\n}\n";
+  return out;
+}
+
 std::string gemm_epilogue_function(const Program& p, const Step& s, const std::string& name) {
   const GemmCall& g = s.gemm;
-  DNNC_CHECK(g.batch == 1 && g.ldc == g.n && g.bias_kind != GemmCall::Bias::per_row,
-             "epilogue GEMMs are single, dense");
+  if (g.batch > 1) return gemm_batched_epilogue_function(p, s, name);
+  DNNC_CHECK(g.batch == 1 && g.ldc == g.n, "epilogue GEMMs are single, dense");
   const Kernel& k = p.kernels.at(static_cast<size_t>(g.epilogue));
   std::string out = print_kernel_cpp(k, {fmt::format("epilogue of {}: elements [begin, end) of C", name)});
   print_cpp_comment(out, s.comment);

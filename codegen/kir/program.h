@@ -66,7 +66,9 @@ struct GemmCall {
   /// A map kernel (index into Program::kernels, -1: none) run on C right after the product,
   /// by the thread that computed it, on each finished block of rows while it is in cache: its
   /// index_params are the element range [begin, end) of C, its buffers are the step's `args`.
-  /// Only for batch 1 with ldc == n; a split GEMM then always splits rows.
+  /// Only with ldc == n; a split GEMM then always splits rows. With batch > 1 (a convolution's
+  /// images: stride_c == m·n, single or over_batch threads, no first_step or col_sums) it runs
+  /// on each problem's [bi·m·n, (bi+1)·m·n) after that problem's product.
   int epilogue = -1;
   /// Step-dependent scaling (an optimizer update fused into its weight-gradient GEMM, C being
   /// the momentum buffer): when buffer `first_step` (an f32 scalar, the optimizer step) holds

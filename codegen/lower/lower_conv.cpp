@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <map>
 
+#include "codegen/lower/lower_chain.h"
 #include "codegen/lower/lower_window.h"
 
 namespace dnnc::codegen {
@@ -195,52 +196,97 @@ int emit_im2col(LowerCtx& ctx, const ir::Node& n, const ConvGeom& g, ir::ValueId
 }
 
 
+}  // namespace
+
+void lower_conv2d_im2col(LowerCtx& ctx, const ir::Node& n, const ConvGeom& g, const Chain* chain) {
+  // Per chunk of images (images_per_chunk): its im2col columns, then one GEMM per image of
+  // the chunk, all chunks through one columns buffer.
+  const bool has_bias = n.inputs.size() > 2;
+  const bool fused = chain && !chain->nodes.empty();
+  const ir::ValueId stored = fused ? chain->nodes.back()->outputs[0] : n.outputs[0];
+  const int64_t chunk = images_per_chunk(ctx, g);
+  const int col = ctx.scratch("col", chunk * g.k() * g.p());
+  const int x = ctx.buffer(n.inputs[0]);
+  const int64_t x_image = g.c * g.h * g.w, y_image = g.o * g.p();
+  int y = -1;  // defined after the first im2col, as the program has always numbered it
+  int kernel = -1;
+  int64_t kernel_images = 0;
+  std::map<int64_t, int> epilogues;  // images of a chunk -> its epilogue kernel
+  std::vector<std::string> chain_comment;
+  if (fused)
+    for (const ir::Node* c : chain->nodes) chain_comment.push_back(ctx.node_text(*c));
+  for (int64_t b0 = 0; b0 < g.b; b0 += chunk) {
+    const int64_t nb = std::min(chunk, g.b - b0);
+    ConvGeom gc = g;
+    gc.b = nb;
+    const bool whole = nb == g.b;
+    const int xc = whole ? x : ctx.view(x, b0 * x_image, {nb, g.c, g.h, g.w});
+    ctx.comment = {ctx.node_text(n), whole ? "  (im2col of " + ctx.graph.value(n.inputs[0]).name + ")"
+                                           : fmt::format("  (im2col of images {}..{})", b0, b0 + nb - 1)};
+    if (nb == kernel_images)
+      ctx.emit_again(kernel, {xc, col});
+    else
+      kernel = emit_im2col_kernel(ctx, gc, xc, col, false), kernel_images = nb;
+    ctx.comment = {ctx.node_text(n)};
+    if (y < 0) {
+      y = ctx.define(stored);
+      if (fused) ctx.share_buffer(n.outputs[0], y);  // the GEMM writes C where the chain's end goes
+    }
+    const Dims chunk_shape{nb, g.o, g.ho, g.wo};
+    const int yc = whole ? y : ctx.view(y, b0 * y_image, chunk_shape);
+    GemmCall c;
+    c.a = ctx.buffer(n.inputs[1]);
+    c.b = col;
+    c.c = yc;
+    c.m = g.o, c.n = g.p(), c.k = g.k();
+    c.lda = g.k(), c.ldb = g.p(), c.ldc = g.p();
+    c.batch = nb, c.stride_a = 0, c.stride_b = g.k() * g.p(), c.stride_c = g.o * g.p();
+    if (has_bias) {
+      c.bias = ctx.buffer(n.inputs[2]);
+      c.bias_kind = GemmCall::Bias::per_row;
+    }
+    c.threads = batch_threads(ctx, c);
+    ctx.emit_gemm(c);
+    if (!fused) continue;
+    // The chain on each image's output right after its GEMM, in place, by the thread that
+    // computed it: one epilogue kernel per chunk size, over the chunk's views.
+    ctx.comment = chain_comment;
+    KernelDraft d(ctx, fmt::format("g{}_epilogue", ctx.prog.steps.size() - 1));
+    const int cp = d.write(yc);
+    std::vector<std::vector<int>> operands;
+    for (const ir::Node* cn : chain->nodes) {
+      std::vector<int> ps{-1};
+      for (size_t i = 1; i < cn->inputs.size(); ++i) {
+        const int buf = ctx.buffer(cn->inputs[i]);
+        ps.push_back(d.read(whole ? buf : ctx.view(buf, b0 * y_image, chunk_shape)));
+      }
+      operands.push_back(std::move(ps));
+    }
+    auto it = epilogues.find(nb);
+    if (it != epilogues.end()) {
+      Step& s = ctx.prog.steps.back();
+      s.gemm.epilogue = it->second;
+      s.args = d.args;
+      s.comment.insert(s.comment.end(), chain_comment.begin(), chain_comment.end());
+      continue;
+    }
+    Expr begin = d.kb.index_param("begin"), end = d.kb.index_param("end");
+    d.kb.loop("i", begin, end, false, [&](Expr i) {
+      d.kb.store(cp, i, apply_chain(d.kb, *chain, operands, d.kb.load(cp, i), i));
+    });
+    epilogues.emplace(nb, static_cast<int>(ctx.prog.kernels.size()));
+    ctx.attach_epilogue(std::move(d));
+  }
+}
+
+namespace {
+
 void lower_conv2d(LowerCtx& ctx, const ir::Node& n, const ir::Attrs& a) {
   Dims ys = ctx.shape(n.outputs[0]);
   ConvGeom g = conv_geom(ctx, n, a, ctx.shape(n.inputs[0]), ctx.shape(n.inputs[1]), ys);
   if (conv_nhwc(ctx, n, g, n.inputs[0], n.outputs[0])) return lower_conv2d_nhwc(ctx, n, g);
-  bool has_bias = n.inputs.size() > 2;
-  if (!use_direct(ctx, g)) {
-    // Per chunk of images (images_per_chunk): its im2col columns, then one GEMM per image of
-    // the chunk, all chunks through one columns buffer.
-    const int64_t chunk = images_per_chunk(ctx, g);
-    const int col = ctx.scratch("col", chunk * g.k() * g.p());
-    const int x = ctx.buffer(n.inputs[0]);
-    const int64_t x_image = g.c * g.h * g.w, y_image = g.o * g.p();
-    int y = -1;  // defined after the first im2col, as the program has always numbered it
-    int kernel = -1;
-    int64_t kernel_images = 0;
-    for (int64_t b0 = 0; b0 < g.b; b0 += chunk) {
-      const int64_t nb = std::min(chunk, g.b - b0);
-      ConvGeom gc = g;
-      gc.b = nb;
-      const bool whole = nb == g.b;
-      const int xc = whole ? x : ctx.view(x, b0 * x_image, {nb, g.c, g.h, g.w});
-      ctx.comment = {ctx.node_text(n), whole ? "  (im2col of " + ctx.graph.value(n.inputs[0]).name + ")"
-                                             : fmt::format("  (im2col of images {}..{})", b0, b0 + nb - 1)};
-      if (nb == kernel_images)
-        ctx.emit_again(kernel, {xc, col});
-      else
-        kernel = emit_im2col_kernel(ctx, gc, xc, col, false), kernel_images = nb;
-      ctx.comment = {ctx.node_text(n)};
-      if (y < 0) y = ctx.define(n.outputs[0]);
-      const int yc = whole ? y : ctx.view(y, b0 * y_image, {nb, g.o, g.ho, g.wo});
-      GemmCall c;
-      c.a = ctx.buffer(n.inputs[1]);
-      c.b = col;
-      c.c = yc;
-      c.m = g.o, c.n = g.p(), c.k = g.k();
-      c.lda = g.k(), c.ldb = g.p(), c.ldc = g.p();
-      c.batch = nb, c.stride_a = 0, c.stride_b = g.k() * g.p(), c.stride_c = g.o * g.p();
-      if (has_bias) {
-        c.bias = ctx.buffer(n.inputs[2]);
-        c.bias_kind = GemmCall::Bias::per_row;
-      }
-      c.threads = batch_threads(ctx, c);
-      ctx.emit_gemm(c);
-    }
-    return;
-  }
+  if (!use_direct(ctx, g)) return lower_conv2d_im2col(ctx, n, g, nullptr);
+  const bool has_bias = n.inputs.size() > 2;
   int x_buffer = ctx.buffer(n.inputs[0]);
   if ((g.p0 > 0 || g.p1 > 0) && g.k() <= ctx.options.direct_conv_max_k) {
     // Padded: the unrolled loops below over an explicitly zero-padded copy (lenet5's 1 -> 6 5x5

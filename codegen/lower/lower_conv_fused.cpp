@@ -31,8 +31,17 @@ size_t lower_conv_chain_pool(LowerCtx& ctx, const std::vector<const ir::Node*>& 
   Dims ys = ctx.shape(conv.outputs[0]);
   ir::Attrs ca = completed_attrs(ctx, conv);
   ConvGeom g = conv_geom(ctx, conv, ca, ctx.shape(conv.inputs[0]), ctx.shape(conv.inputs[1]), ys);
-  if (g.groups == 1 && g.k() > ctx.options.direct_conv_max_k) return 0;  // im2col + GEMM is faster
   Chain chain = chain_after(ctx, nodes, i + 1, conv.outputs[0], ys);
+  if (g.groups == 1 && g.k() > ctx.options.direct_conv_max_k) {
+    // im2col + GEMM is faster; the chain (not the pool) runs as the GEMMs' epilogues.
+    std::vector<const ir::Node*> inside{&conv};
+    inside.insert(inside.end(), chain.nodes.begin(), chain.nodes.end());
+    if (chain.nodes.empty() || !ctx.options.gemm_epilogues || !chain_stays_inside(ctx, conv.outputs[0], chain, inside))
+      return 0;
+    ctx.comment = {ctx.node_text(conv)};
+    lower_conv2d_im2col(ctx, conv, g, &chain);
+    return 1 + chain.nodes.size();
+  }
   ir::ValueId last = chain.nodes.empty() ? conv.outputs[0] : chain.nodes.back()->outputs[0];
   size_t j = i + 1 + chain.nodes.size();
   const ir::Node* pool = nullptr;

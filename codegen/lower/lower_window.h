@@ -36,6 +36,12 @@ bool use_direct(const LowerCtx& ctx, const ConvGeom& g);
 int64_t images_per_chunk(const LowerCtx& ctx, const ConvGeom& g);
 /// How a batched GEMM of a convolution spreads over the threads.
 GemmCall::Threads batch_threads(const LowerCtx& ctx, const GemmCall& c);
+struct Chain;
+/// conv2d through im2col and GEMMs (chunks of images, one GEMM per image); with a non-empty
+/// `chain` (of nodes that follow n, its result read by nothing else: lower_conv_fused.cpp), the
+/// chain runs as each GEMM's epilogue, in place on the image's output while it is in cache, and
+/// the GEMMs write the chain's end value's buffer.
+void lower_conv2d_im2col(LowerCtx& ctx, const ir::Node& n, const ConvGeom& g, const Chain* chain);
 /// conv2d_backward_input on its own (lower_conv_backward_input.cpp).
 void lower_conv2d_backward_input(LowerCtx& ctx, const ir::Node& n, const ir::Attrs& a);
 

@@ -669,16 +669,24 @@ DNNC_STEP int k2_im2col(const float* __restrict__ v_h1_at0, float* __restrict__ 
   return 0;
 }
 
-// %2 = conv2d(%h1, @conv2.weight, @conv2.bias) {dilation=[1,1], groups=1, padding=[0,0], stride=[1,1]}
-// C[16,100] = A · B, 17 problems + bias per row
-DNNC_STEP void g3_gemm(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias, float* __restrict__ c) {
-  for (i64 r = 0; r < 272; ++r) {
-    float* row = c + r / 16 * 1600 + r % 16 * 100;
-    for (i64 j = 0; j < 100; ++j) row[j] = bias[r % 16];
+// epilogue of g3_gemm: elements [begin, end) of C
+DNNC_STEP int g3_epilogue(i64 begin, i64 end, float* __restrict__ v_3_at0) {
+  for (i64 i = begin; i < end; ++i) {
+    v_3_at0[i] = ((v_3_at0[i] > 0x0p+0f) ? v_3_at0[i] : 0x0p+0f);
   }
+  return 0;
+}
+// %2 = conv2d(%h1, @conv2.weight, @conv2.bias) {dilation=[1,1], groups=1, padding=[0,0], stride=[1,1]}
+// %3 = relu(%2)
+// C[16,100] = A · B + bias per row, 17 problems, then g3_epilogue on each problem's C
+DNNC_STEP void g3_gemm(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias, float* __restrict__ c) {
 #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 bi = 0; bi < 17; ++bi) {
-    dnnc_sgemm(false, false, 16, 100, 150, 0x1p+0f, a, 150, b + bi * 15000, 100, 0x1p+0f, c + bi * 1600, 100);
+    float* cb = c + bi * 1600;
+    for (i64 r = 0; r < 16; ++r)
+      for (i64 j = 0; j < 100; ++j) cb[r * 100 + j] = bias[r];
+    dnnc_sgemm(false, false, 16, 100, 150, 0x1p+0f, a, 150, b + bi * 15000, 100, 0x1p+0f, cb, 100);
+    g3_epilogue(bi * 1600, (bi + 1) * 1600, c);
   }
 }
 
@@ -710,32 +718,28 @@ DNNC_STEP int k8_im2col(const float* __restrict__ v_h1_at59976, float* __restric
   return 0;
 }
 
-// %2 = conv2d(%h1, @conv2.weight, @conv2.bias) {dilation=[1,1], groups=1, padding=[0,0], stride=[1,1]}
-// C[16,100] = A · B, 13 problems + bias per row
-DNNC_STEP void g9_gemm(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias, float* __restrict__ c) {
-  for (i64 r = 0; r < 208; ++r) {
-    float* row = c + r / 16 * 1600 + r % 16 * 100;
-    for (i64 j = 0; j < 100; ++j) row[j] = bias[r % 16];
-  }
-#pragma omp parallel for num_threads(dnnc_threads) schedule(static)
-  for (i64 bi = 0; bi < 13; ++bi) {
-    dnnc_sgemm(false, false, 16, 100, 150, 0x1p+0f, a, 150, b + bi * 15000, 100, 0x1p+0f, c + bi * 1600, 100);
-  }
-}
-
-static inline void k10_relu_p0(i64 i, const float* __restrict__ v_2, float* __restrict__ v_3) {
-  v_3[i] = ((v_2[i] > 0x0p+0f) ? v_2[i] : 0x0p+0f);
-}
-// %3 = relu(%2)
-DNNC_STEP int k10_relu(const float* __restrict__ v_2, float* __restrict__ v_3) {
-  #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
-  for (i64 i = 0; i < 102400; ++i) {
-    k10_relu_p0(i, v_2, v_3);
+// epilogue of g9_gemm: elements [begin, end) of C
+DNNC_STEP int g9_epilogue(i64 begin, i64 end, float* __restrict__ v_3_at81600) {
+  for (i64 i = begin; i < end; ++i) {
+    v_3_at81600[i] = ((v_3_at81600[i] > 0x0p+0f) ? v_3_at81600[i] : 0x0p+0f);
   }
   return 0;
 }
+// %2 = conv2d(%h1, @conv2.weight, @conv2.bias) {dilation=[1,1], groups=1, padding=[0,0], stride=[1,1]}
+// %3 = relu(%2)
+// C[16,100] = A · B + bias per row, 13 problems, then g9_epilogue on each problem's C
+DNNC_STEP void g9_gemm(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias, float* __restrict__ c) {
+#pragma omp parallel for num_threads(dnnc_threads) schedule(static)
+  for (i64 bi = 0; bi < 13; ++bi) {
+    float* cb = c + bi * 1600;
+    for (i64 r = 0; r < 16; ++r)
+      for (i64 j = 0; j < 100; ++j) cb[r * 100 + j] = bias[r];
+    dnnc_sgemm(false, false, 16, 100, 150, 0x1p+0f, a, 150, b + bi * 15000, 100, 0x1p+0f, cb, 100);
+    g9_epilogue(bi * 1600, (bi + 1) * 1600, c);
+  }
+}
 
-static inline void k11_maxpool2d_p0(i64 bc, const float* __restrict__ v_3, float* __restrict__ v_h2) {
+static inline void k10_maxpool2d_p0(i64 bc, const float* __restrict__ v_3, float* __restrict__ v_h2) {
   i64 ybase = (bc * 25);
   i64 xbase = (bc * 100);
   for (i64 ph = 0; ph < 5; ++ph) {
@@ -753,16 +757,16 @@ static inline void k11_maxpool2d_p0(i64 bc, const float* __restrict__ v_3, float
   }
 }
 // %h2 = maxpool2d(%3) {kernel=[2,2], padding=[0,0], stride=[]}
-DNNC_STEP int k11_maxpool2d(const float* __restrict__ v_3, float* __restrict__ v_h2) {
+DNNC_STEP int k10_maxpool2d(const float* __restrict__ v_3, float* __restrict__ v_h2) {
   #pragma omp parallel for num_threads(dnnc_threads) schedule(static)
   for (i64 bc = 0; bc < 1024; ++bc) {
-    k11_maxpool2d_p0(bc, v_3, v_h2);
+    k10_maxpool2d_p0(bc, v_3, v_h2);
   }
   return 0;
 }
 
-// epilogue of g12_gemm: elements [begin, end) of C
-DNNC_STEP int g12_epilogue(i64 begin, i64 end, float* __restrict__ v_h3) {
+// epilogue of g11_gemm: elements [begin, end) of C
+DNNC_STEP int g11_epilogue(i64 begin, i64 end, float* __restrict__ v_h3) {
   for (i64 i = begin; i < end; ++i) {
     float c = v_h3[i];
     v_h3[i] = ((c > 0x0p+0f) ? c : 0x0p+0f);
@@ -771,8 +775,8 @@ DNNC_STEP int g12_epilogue(i64 begin, i64 end, float* __restrict__ v_h3) {
 }
 // %5 = linear(%4, @fc1.weight, @fc1.bias)
 // %h3 = relu(%5)
-// C[64,120] = A · Bᵀ + bias per column, then g12_epilogue on each thread's rows
-DNNC_STEP void g12_gemm(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias, float* __restrict__ c) {
+// C[64,120] = A · Bᵀ + bias per column, then g11_epilogue on each thread's rows
+DNNC_STEP void g11_gemm(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias, float* __restrict__ c) {
   const int t = dnnc_threads;
 #pragma omp parallel for num_threads(t) schedule(static)
   for (int i = 0; i < t; ++i) {
@@ -780,12 +784,12 @@ DNNC_STEP void g12_gemm(const float* __restrict__ a, const float* __restrict__ b
     for (i64 r = r0; r < r1; ++r)
       for (i64 j = 0; j < 120; ++j) c[r * 120 + j] = bias[j];
     dnnc_sgemm(false, true, r1 - r0, 120, 400, 0x1p+0f, a + r0 * 400, 400, b, 400, 0x1p+0f, c + r0 * 120, 120);
-    g12_epilogue(r0 * 120, r1 * 120, c);
+    g11_epilogue(r0 * 120, r1 * 120, c);
   }
 }
 
-// epilogue of g13_gemm: elements [begin, end) of C
-DNNC_STEP int g13_epilogue(i64 begin, i64 end, float* __restrict__ v_h4) {
+// epilogue of g12_gemm: elements [begin, end) of C
+DNNC_STEP int g12_epilogue(i64 begin, i64 end, float* __restrict__ v_h4) {
   for (i64 i = begin; i < end; ++i) {
     float c = v_h4[i];
     v_h4[i] = ((c > 0x0p+0f) ? c : 0x0p+0f);
@@ -794,21 +798,21 @@ DNNC_STEP int g13_epilogue(i64 begin, i64 end, float* __restrict__ v_h4) {
 }
 // %6 = linear(%h3, @fc2.weight, @fc2.bias)
 // %h4 = relu(%6)
-// C[64,84] = A · Bᵀ + bias per column, then g13_epilogue on each thread's rows
-DNNC_STEP void g13_gemm(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias, float* __restrict__ c) {
+// C[64,84] = A · Bᵀ + bias per column, then g12_epilogue on each thread's rows
+DNNC_STEP void g12_gemm(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias, float* __restrict__ c) {
   const int t = 1;
   for (int i = 0; i < t; ++i) {
     const i64 r0 = 64 * i / t, r1 = 64 * (i + 1) / t;
     for (i64 r = r0; r < r1; ++r)
       for (i64 j = 0; j < 84; ++j) c[r * 84 + j] = bias[j];
     dnnc_sgemm(false, true, r1 - r0, 84, 120, 0x1p+0f, a + r0 * 120, 120, b, 120, 0x1p+0f, c + r0 * 84, 84);
-    g13_epilogue(r0 * 84, r1 * 84, c);
+    g12_epilogue(r0 * 84, r1 * 84, c);
   }
 }
 
 // %logits = linear(%h4, @fc3.weight, @fc3.bias)
 // C[64,10] = A · Bᵀ + bias per column
-DNNC_STEP void g14_gemm(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias, float* __restrict__ c) {
+DNNC_STEP void g13_gemm(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias, float* __restrict__ c) {
   for (i64 r = 0; r < 64; ++r) {
     float* row = c + r / 64 * 0 + r % 64 * 10;
     for (i64 j = 0; j < 10; ++j) row[j] = bias[j];
@@ -833,20 +837,19 @@ extern "C" int dnnc_run(void** buffers) {
   float* v_h1 = (float*)buffers[13];  // intermediate f32[64,6,14,14] h1
   float* s_col = (float*)buffers[14];  // scratch f32[255000]
   float* v_h1_at0 = v_h1;  // alias f32[17,6,14,14] h1
-  float* v_2 = (float*)buffers[16];  // intermediate f32[64,16,10,10] 2
-  float* v_2_at0 = v_2;  // alias f32[17,16,10,10] 2
+  float* v_3 = (float*)buffers[16];  // intermediate f32[64,16,10,10] 3
+  float* v_3_at0 = v_3;  // alias f32[17,16,10,10] 3
   float* v_h1_at19992 = v_h1 + 19992;  // alias f32[17,6,14,14] h1
-  float* v_2_at27200 = v_2 + 27200;  // alias f32[17,16,10,10] 2
+  float* v_3_at27200 = v_3 + 27200;  // alias f32[17,16,10,10] 3
   float* v_h1_at39984 = v_h1 + 39984;  // alias f32[17,6,14,14] h1
-  float* v_2_at54400 = v_2 + 54400;  // alias f32[17,16,10,10] 2
+  float* v_3_at54400 = v_3 + 54400;  // alias f32[17,16,10,10] 3
   float* v_h1_at59976 = v_h1 + 59976;  // alias f32[13,6,14,14] h1
-  float* v_2_at81600 = v_2 + 81600;  // alias f32[13,16,10,10] 2
-  float* v_3 = (float*)buffers[24];  // intermediate f32[64,16,10,10] 3
-  float* v_h2 = (float*)buffers[25];  // intermediate f32[64,16,5,5] h2
+  float* v_3_at81600 = v_3 + 81600;  // alias f32[13,16,10,10] 3
+  float* v_h2 = (float*)buffers[24];  // intermediate f32[64,16,5,5] h2
   float* v_4 = v_h2;  // alias f32[64,400] 4
-  float* v_h3 = (float*)buffers[27];  // intermediate f32[64,120] h3
-  float* v_h4 = (float*)buffers[28];  // intermediate f32[64,84] h4
-  float* v_logits = (float*)buffers[29];  // intermediate f32[64,10] logits
+  float* v_h3 = (float*)buffers[26];  // intermediate f32[64,120] h3
+  float* v_h4 = (float*)buffers[27];  // intermediate f32[64,84] h4
+  float* v_logits = (float*)buffers[28];  // intermediate f32[64,10] logits
   DNNC_TICK(-1);
   k0_pad(in_image, s_xpad);
   DNNC_TICK(0);
@@ -854,29 +857,27 @@ extern "C" int dnnc_run(void** buffers) {
   DNNC_TICK(1);
   k2_im2col(v_h1_at0, s_col);
   DNNC_TICK(2);
-  g3_gemm(p_conv2_weight, s_col, p_conv2_bias, v_2_at0);
+  g3_gemm(p_conv2_weight, s_col, p_conv2_bias, v_3_at0);
   DNNC_TICK(3);
   k2_im2col(v_h1_at19992, s_col);
   DNNC_TICK(4);
-  g3_gemm(p_conv2_weight, s_col, p_conv2_bias, v_2_at27200);
+  g3_gemm(p_conv2_weight, s_col, p_conv2_bias, v_3_at27200);
   DNNC_TICK(5);
   k2_im2col(v_h1_at39984, s_col);
   DNNC_TICK(6);
-  g3_gemm(p_conv2_weight, s_col, p_conv2_bias, v_2_at54400);
+  g3_gemm(p_conv2_weight, s_col, p_conv2_bias, v_3_at54400);
   DNNC_TICK(7);
   k8_im2col(v_h1_at59976, s_col);
   DNNC_TICK(8);
-  g9_gemm(p_conv2_weight, s_col, p_conv2_bias, v_2_at81600);
+  g9_gemm(p_conv2_weight, s_col, p_conv2_bias, v_3_at81600);
   DNNC_TICK(9);
-  k10_relu(v_2, v_3);
+  k10_maxpool2d(v_3, v_h2);
   DNNC_TICK(10);
-  k11_maxpool2d(v_3, v_h2);
+  g11_gemm(v_4, p_fc1_weight, p_fc1_bias, v_h3);
   DNNC_TICK(11);
-  g12_gemm(v_4, p_fc1_weight, p_fc1_bias, v_h3);
+  g12_gemm(v_h3, p_fc2_weight, p_fc2_bias, v_h4);
   DNNC_TICK(12);
-  g13_gemm(v_h3, p_fc2_weight, p_fc2_bias, v_h4);
+  g13_gemm(v_h4, p_fc3_weight, p_fc3_bias, v_logits);
   DNNC_TICK(13);
-  g14_gemm(v_h4, p_fc3_weight, p_fc3_bias, v_logits);
-  DNNC_TICK(14);
   return 0;
 }
