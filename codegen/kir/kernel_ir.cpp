@@ -405,9 +405,11 @@ void KernelBuilder::fail(Expr cond, std::string message) {
 }
 
 std::string KernelBuilder::fresh(const std::string& base) {
-  std::string name = base;
-  for (int i = 1; std::find(used_.begin(), used_.end(), name) != used_.end(); ++i) name = base + std::to_string(i);
-  used_.push_back(name);
+  if (used_.insert(base).second) return base;
+  int& i = next_suffix_.try_emplace(base, 1).first->second;
+  std::string name = base + std::to_string(i);
+  while (!used_.insert(name).second) name = base + std::to_string(++i);
+  ++i;
   return name;
 }
 

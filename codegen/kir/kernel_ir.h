@@ -5,6 +5,8 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace dnnc::codegen {
@@ -202,7 +204,11 @@ class KernelBuilder {
   void push(Stmt s);
   Kernel k_;
   std::vector<Block*> stack_;
-  std::vector<std::string> used_;
+  // Names given out, and per base the smallest suffix not yet known to be taken (names are
+  // never released, so it only grows): a kernel with hundreds of `t` locals (col2im gathers)
+  // scanned a list from t1 up for each new one.
+  std::unordered_set<std::string> used_;
+  std::unordered_map<std::string, int> next_suffix_;
   int parallel_depth_ = 0;
 };
 
