@@ -359,6 +359,9 @@ void print_cpp_comment(std::string& out, const std::vector<std::string>& lines) 
 
 namespace {
 
+// The offset of problem `bi` of a batched GEMM's operand: " + bi * stride", or nothing.
+std::string batch_offset(int64_t stride) { return stride == 0 ? std::string() : fmt::format(" + bi * {}", stride); }
+
 // What an epilogue GEMM computes, for its comment.
 std::string epilogue_gemm_product(const GemmCall& g) {
   const char* ta = g.trans_a ? "ᵀ" : "";
@@ -456,12 +459,9 @@ std::string gemm_batched_epilogue_function(const Program& p, const Step& s, cons
   if (bias)
     out += fmt::format("    for (i64 r = 0; r < {0}; ++r)\n      for (i64 j = 0; j < {1}; ++j) cb[r * {1} + j] = bias[r];\n",
                        g.m, g.n);
-  auto off = [](const char* base, int64_t stride) {
-    return stride == 0 ? std::string(base) : fmt::format("{} + bi * {}", base, stride);
-  };
-  out += fmt::format("    dnnc_sgemm({}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, cb, {});\n", g.trans_a ? "true" : "false",
-                     g.trans_b ? "true" : "false", g.m, g.n, g.k, cpp_float_literal(g.alpha), off("a", g.stride_a), g.lda,
-                     off("b", g.stride_b), g.ldb, cpp_float_literal(bias ? 1.0f : g.beta), g.ldc);
+  out += fmt::format("    dnnc_sgemm({}, {}, {}, {}, {}, {}, a{}, {}, b{}, {}, {}, cb, {});\n", g.trans_a ? "true" : "false",
+                     g.trans_b ? "true" : "false", g.m, g.n, g.k, cpp_float_literal(g.alpha), batch_offset(g.stride_a),
+                     g.lda, batch_offset(g.stride_b), g.ldb, cpp_float_literal(bias ? 1.0f : g.beta), g.ldc);
   out += fmt::format("    {}(bi * {}, (bi + 1) * {}, {});\n", k.name, g.stride_c, g.stride_c, fmt::join(call_args, ", "));
   out += "  }\n}\n";
   return out;
@@ -599,7 +599,6 @@ std::string gemm_function(const Program& p, const Step& s, const std::string& na
   if (g.batch == 1) {
     out += "  " + call("", "", "", cpp_float_literal(beta)) + "\n";
   } else {
-    auto off = [](int64_t stride) { return stride == 0 ? std::string() : fmt::format(" + bi * {}", stride); };
     if (g.threads == GemmCall::Threads::over_batch) {
       fn = "dnnc_sgemm";
       out += "#pragma omp parallel for num_threads(dnnc_threads) schedule(static)\n";
@@ -608,7 +607,7 @@ std::string gemm_function(const Program& p, const Step& s, const std::string& na
     std::string beta_s = g.accumulate_batches && !bias
                              ? fmt::format("bi == 0 ? {} : {}", cpp_float_literal(beta), cpp_float_literal(1.0f))
                              : cpp_float_literal(g.accumulate_batches ? 1.0f : beta);
-    out += "    " + call(off(g.stride_a), off(g.stride_b), off(g.stride_c), beta_s) + "\n";
+    out += "    " + call(batch_offset(g.stride_a), batch_offset(g.stride_b), batch_offset(g.stride_c), beta_s) + "\n";
     out += "  }\n";
   }
   out += "}\n";

@@ -209,9 +209,13 @@ void JitCache::compile(const std::string& source, const std::string& key, const 
   int parts = unit_parts(source);
   std::vector<std::string> objects, logs;
   std::vector<std::vector<std::string>> commands;
-  for (int i = 0; i < parts; ++i) {
+  auto compiler_and_flags = [&] {
     std::vector<std::string> argv{opt_.compiler};
     argv.insert(argv.end(), opt_.flags.begin(), opt_.flags.end());
+    return argv;
+  };
+  for (int i = 0; i < parts; ++i) {
+    std::vector<std::string> argv = compiler_and_flags();
     if (parts == 1) {
       argv.insert(argv.end(), {"-o", so_tmp, cpp});
       argv.insert(argv.end(), opt_.libs.begin(), opt_.libs.end());
@@ -238,9 +242,7 @@ void JitCache::compile(const std::string& source, const std::string& key, const 
   ++compiles_;
   std::vector<pid_t> pids;
   try {
-    for (size_t i = 0; i < commands.size(); ++i) {
-      pids.push_back(spawn_logged(commands[i], logs[i]));
-    }
+    for (size_t i = 0; i < commands.size(); ++i) pids.push_back(spawn_logged(commands[i], logs[i]));
   } catch (...) {
     for (pid_t pid : pids) wait_exit(pid);
     cleanup();
@@ -251,8 +253,7 @@ void JitCache::compile(const std::string& source, const std::string& key, const 
   for (size_t i = 0; i < rcs.size(); ++i)
     if (rcs[i] != 0) throw failure(i, rcs[i]);
   if (parts > 1) {
-    std::vector<std::string> argv{opt_.compiler};
-    argv.insert(argv.end(), opt_.flags.begin(), opt_.flags.end());
+    std::vector<std::string> argv = compiler_and_flags();
     argv.insert(argv.end(), {"-o", so_tmp});
     argv.insert(argv.end(), objects.begin(), objects.end());
     argv.insert(argv.end(), opt_.libs.begin(), opt_.libs.end());

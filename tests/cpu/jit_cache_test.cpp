@@ -33,6 +33,16 @@ int answer(const JitLibrary& lib) { return reinterpret_cast<int (*)()>(lib.symbo
 
 std::string source(int value) { return "extern \"C\" int answer() { return " + std::to_string(value) + "; }\n"; }
 
+// The message of the error c.load(src, label) throws; empty if it loads.
+std::string load_error(JitCache& c, const std::string& src, const std::string& label) {
+  try {
+    c.load(src, label);
+  } catch (const std::runtime_error& e) {
+    return e.what();
+  }
+  return {};
+}
+
 }  // namespace
 
 TEST_CASE("a second load of the same source is a cache hit without a compile", "[cpu][jit]") {
@@ -120,12 +130,7 @@ TEST_CASE("a library whose dnnc_key is not the expected one is rebuilt", "[cpu][
 TEST_CASE("a compiler error reports the compiler's log and the generated source path", "[cpu][jit]") {
   std::string dir = fresh_dir("error");
   JitCache c(tiny(dir));
-  std::string what;
-  try {
-    c.load("extern \"C\" int answer() { return undeclared_thing; }\n", "broken unit");
-  } catch (const std::runtime_error& e) {
-    what = e.what();
-  }
+  std::string what = load_error(c, "extern \"C\" int answer() { return undeclared_thing; }\n", "broken unit");
   REQUIRE(!what.empty());
   std::string cpp =
       (fs::path(dir) / (c.key("extern \"C\" int answer() { return undeclared_thing; }\n") + ".cpp")).string();
@@ -242,23 +247,13 @@ TEST_CASE("a failing part or link names the part and shows the compiler's log", 
   std::string dir = fresh_dir("parts_error");
   JitCache c(tiny(dir));
   std::string bad_part = std::string(kTwoParts) + "#if DNNC_PART == 1\nint broken = nope;\n#endif\n";
-  std::string what;
-  try {
-    c.load(bad_part, "split unit");
-  } catch (const std::runtime_error& e) {
-    what = e.what();
-  }
+  std::string what = load_error(c, bad_part, "split unit");
   CHECK(what.find("compiling split unit (part 1 of 2) failed") != std::string::npos);
   CHECK(what.find("nope") != std::string::npos);
   CHECK(what.find("-DDNNC_PART=1") != std::string::npos);
   // Both parts compile, but both define answer(): the link fails.
   std::string bad_link = std::string(kTwoParts) + "#if DNNC_PART == 1\nextern \"C\" int answer() { return 1; }\n#endif\n";
-  what.clear();
-  try {
-    c.load(bad_link, "split unit");
-  } catch (const std::runtime_error& e) {
-    what = e.what();
-  }
+  what = load_error(c, bad_link, "split unit");
   CHECK(what.find("compiling split unit (linking its 2 parts) failed") != std::string::npos);
   CHECK(what.find("answer") != std::string::npos);
   // The failed builds leave their sources (for the message's path) and nothing else: no part
